@@ -1,0 +1,275 @@
+"""The LEAP family: S-LEAP, LEAP (LEAP_ACC / LEAP_KDEy) and O-LEAP (LEAP 2025, Sects. 4.2-4.5).
+
+Each method estimates the test contingency table ``C_U`` (rows true, columns predicted, sums to 1;
+the paper's Eq. 5 is its transpose) from the validation table ``C_V``, the observed predicted-class
+fractions ``pred_prev`` (gamma, Eq. 10) and a quantifier's estimate ``est_prev`` (q-hat):
+
+- S-LEAP (Sect. 4.2, Eq. 22): rescale each true-class row of ``C_V`` by ``q_i / p_i``.
+- LEAP (Sect. 4.3): solve the square n² system of :func:`capshift.equations.governing_system`
+  with the equations of class 0 dropped. If the solution has negative cells (beyond 1e-9) or the
+  matrix is singular, solve ``min ||A x - b||_2`` over the simplex instead (Sect. 4.5); the path
+  taken is recorded per sample ("exact" / "constrained").
+- O-LEAP (Sect. 4.5): the constrained least-squares solve over all ``(n+1)²`` equations.
+
+The system matrix depends only on ``C_V``; :class:`TableSolver` builds it and its factorisation
+(LU for the exact path, an OSQP workspace for the constrained one) once, then solves any number
+of right-hand sides. Solvers: ``"osqp"`` (sparse quadratic program, OSQP, as the paper's sparse
+variant, Sect. 5.12) and ``"slsqp"`` (dense, ``scipy.optimize`` SLSQP, the paper's naive variant).
+"""
+from __future__ import annotations
+
+import numpy as np
+import osqp
+import scipy.sparse as sp
+from scipy.linalg import lu_factor, lu_solve
+from scipy.optimize import minimize
+
+from .base import CAPEstimator
+from .equations import governing_system
+from .quantifiers import check_prevalence, make_quantifier
+from .tables import check_table, true_prevalence
+
+__all__ = ["TableSolver", "sleap_table", "leap_table", "oleap_table", "SLEAP", "LEAP", "OLEAP", "SOLVERS"]
+
+SOLVERS = ("osqp", "slsqp")
+_NEG_TOL = 1e-9  # exact solutions with cells below -_NEG_TOL are infeasible
+
+
+class _SimplexLSQ:
+    """``argmin_{x in simplex} ||A x - b||²`` for a fixed A and many b."""
+
+    def __init__(self, A: sp.csr_matrix, solver: str):
+        self.A, self.solver = A, solver
+        self.N = A.shape[1]
+        if solver == "osqp":
+            P = sp.triu(2.0 * (A.T @ A)).tocsc()
+            C = sp.vstack([sp.eye(self.N), np.ones((1, self.N))]).tocsc()
+            lo = np.r_[np.zeros(self.N), 1.0]
+            self.qp = osqp.OSQP()
+            self.qp.setup(P, np.zeros(self.N), C, lo, np.ones(self.N + 1), verbose=False, polishing=True,
+                          eps_abs=1e-10, eps_rel=1e-10, max_iter=50000)
+        elif solver == "slsqp":
+            self.Ad = A.toarray()
+        else:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        x0 = np.full(self.N, 1.0 / self.N)
+        if self.solver == "osqp":
+            self.qp.update(q=-2.0 * (self.A.T @ b))
+            self.qp.warm_start(x=x0, y=np.zeros(self.N + 1))  # independent of the previous sample
+            x = self.qp.solve().x
+            if x is None or not np.all(np.isfinite(x)):
+                raise RuntimeError("OSQP failed on the constrained LEAP problem; try solver='slsqp'")
+        else:
+            Ad = self.Ad
+            res = minimize(lambda x: np.sum((Ad @ x - b) ** 2), x0, jac=lambda x: 2 * Ad.T @ (Ad @ x - b),
+                           method="SLSQP", bounds=[(0.0, 1.0)] * self.N,
+                           constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0,
+                                         "jac": lambda x: np.ones_like(x)}],
+                           options={"ftol": 1e-14, "maxiter": 1000})
+            x = res.x
+        x = np.clip(x, 0.0, None)
+        return x / x.sum()
+
+
+class TableSolver:
+    """Solve the LEAP or O-LEAP system of one validation table for many test samples.
+
+    Parameters
+    ----------
+    val_table : array-like, shape (n, n)
+        Validation contingency table (every class present).
+    method : {"leap", "oleap"}
+        ``"leap"``: square system without class 0, exact solve with constrained fallback;
+        ``"oleap"``: constrained solve over all ``(n+1)²`` equations.
+    solver : {"osqp", "slsqp"}
+        Constrained solver (sparse OSQP or the paper's dense SLSQP).
+
+    Raises
+    ------
+    ValueError
+        Invalid table, a class absent from V, unknown method or solver.
+    """
+
+    def __init__(self, val_table, method: str = "leap", solver: str = "osqp"):
+        if method not in ("leap", "oleap"):
+            raise ValueError(f"method must be 'leap' or 'oleap', got {method!r}")
+        self.method, self.solver = method, solver
+        self.system = governing_system(val_table, drop_class=0 if method == "leap" else None)
+        self.n = self.system.n_classes
+        self.lu = None
+        if method == "leap":
+            dense = self.system.A.toarray()
+            if np.linalg.matrix_rank(dense) == dense.shape[1]:
+                self.lu = lu_factor(dense)
+        self._lsq = None
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+
+    @property
+    def singular(self) -> bool:
+        """True when LEAP's square system is singular (every sample takes the constrained path)."""
+        return self.method == "leap" and self.lu is None
+
+    def _constrained(self, b):
+        if self._lsq is None:  # built lazily: LEAP often never needs it
+            self._lsq = _SimplexLSQ(self.system.A, self.solver)
+        return self._lsq.solve(b)
+
+    def solve(self, pred_prev, est_prev):
+        """Estimated tables and the path taken per sample.
+
+        ``pred_prev``, ``est_prev``: shape (n,) or (k, n). Returns ``(tables, paths)`` with tables
+        of shape (k, n, n) (cells >= 0, summing to 1) and ``paths`` a (k,) array of "exact" /
+        "constrained".
+        """
+        g = np.atleast_2d(check_prevalence(pred_prev, self.n, "pred_prev"))
+        q = np.atleast_2d(check_prevalence(est_prev, self.n, "est_prev"))
+        B = self.system.rhs(g, q)
+        X = np.empty((B.shape[0], self.n * self.n))
+        paths = np.full(B.shape[0], "constrained", dtype=object)
+        if self.lu is not None:
+            X[:] = lu_solve(self.lu, B.T).T
+            ok = X.min(axis=1) >= -_NEG_TOL
+            paths[ok] = "exact"
+        else:
+            ok = np.zeros(B.shape[0], dtype=bool)
+        for k in np.flatnonzero(~ok):
+            X[k] = self._constrained(B[k])
+        X = np.clip(X, 0.0, None)
+        X /= X.sum(axis=1, keepdims=True)
+        return X.reshape(-1, self.n, self.n), paths
+
+
+def sleap_table(val_table, est_prev) -> np.ndarray:
+    """S-LEAP (LEAP 2025, Sect. 4.2, Eq. 22): ``C_U[i, j] = C_V[i, j] * q_i / p_i``.
+
+    Parameters
+    ----------
+    val_table : array-like, shape (n, n)
+        Validation table; p = its row sums (every class must be present).
+    est_prev : array-like, shape (n,) or (k, n)
+        Estimated test prevalence q-hat (sums to 1).
+
+    Returns
+    -------
+    ndarray, shape (n, n) or (k, n, n)
+        The rescaled table(s), summing to 1.
+    """
+    V = check_table(val_table, "val_table")
+    p = true_prevalence(V)
+    if np.any(p <= 0):
+        raise ValueError(f"val_table has no items of class(es) {np.flatnonzero(p <= 0).tolist()}: "
+                         "S-LEAP cannot rescale an empty row")
+    q = check_prevalence(est_prev, V.shape[0], "est_prev")
+    return V * (q / p)[..., :, None]
+
+
+def leap_table(val_table, pred_prev, est_prev, solver: str = "osqp", return_path: bool = False):
+    """LEAP (Sect. 4.3): the square system without class 0, exact or constrained (Sect. 4.5).
+
+    Shapes as :meth:`TableSolver.solve`; returns an (n, n) table for 1-d inputs, (k, n, n) for
+    batches, plus the path(s) if ``return_path``. For repeated calls build a :class:`TableSolver`.
+    """
+    tables, paths = TableSolver(val_table, "leap", solver).solve(pred_prev, est_prev)
+    return _unbatch(tables, paths, np.ndim(est_prev) == 1, return_path)
+
+
+def oleap_table(val_table, pred_prev, est_prev, solver: str = "osqp") -> np.ndarray:
+    """O-LEAP (Sect. 4.5): ``argmin ||A x - b||_2`` over the simplex, all ``(n+1)²`` equations."""
+    tables, paths = TableSolver(val_table, "oleap", solver).solve(pred_prev, est_prev)
+    return _unbatch(tables, paths, np.ndim(est_prev) == 1, False)
+
+
+def _unbatch(tables, paths, single, return_path):
+    out = (tables[0], paths[0]) if single else (tables, paths)
+    return out if return_path else out[0]
+
+
+class _LEAPEstimator(CAPEstimator):
+    """Shared fit/predict of the LEAP family: a quantifier, then a table from (gamma, q-hat)."""
+
+    _method = None  # "sleap", "leap" or "oleap"
+
+    def __init__(self, classifier, quantifier="kdey", measure="accuracy", solver="osqp", random_state=None):
+        super().__init__(classifier, measure=measure, random_state=random_state)
+        self.quantifier = quantifier
+        self.solver = solver
+
+    def _fit(self, X_val, y_val):
+        self.quantifier_ = make_quantifier(self.quantifier, self.classifier, self.random_state)
+        if not self.quantifier_.is_fitted:  # a fitted capshift Quantifier can be shared between methods
+            self.quantifier_.fit(X_val, y_val, self.n_classes_)
+        elif self.quantifier_.n_classes_ != self.n_classes_:
+            raise ValueError(f"the shared quantifier was fitted on {self.quantifier_.n_classes_} classes, "
+                             f"the classifier has {self.n_classes_}")
+        self.solver_ = None
+        if self._method == "sleap":
+            sleap_table(self.val_table_, true_prevalence(self.val_table_))  # validates V once
+        else:
+            self.solver_ = TableSolver(self.val_table_, self._method, self.solver)
+
+    def _predict_tables(self, samples, prevalences):
+        g = np.stack([self._pred_prev(X) for X in samples])
+        q = np.stack([self.quantifier_.quantify(X, None if prevalences is None else prevalences[i])
+                      for i, X in enumerate(samples)])
+        return self.tables_from_prevalences(g, q)
+
+    def tables_from_prevalences(self, pred_prev, est_prev) -> np.ndarray:
+        """Tables (k, n, n) from precomputed gamma and q-hat, each (k, n); sets ``paths_``.
+
+        This is what the experiment runner calls, so that the classifier's predictions and the
+        quantifier's estimate of a sample are computed once and shared by every method.
+        """
+        self._check_fitted()
+        if self.solver_ is None:
+            tables = sleap_table(self.val_table_, np.atleast_2d(est_prev))
+            self.paths_ = np.full(len(tables), "scaling", dtype=object)
+            return tables
+        tables, self.paths_ = self.solver_.solve(pred_prev, est_prev)
+        return tables
+
+
+class SLEAP(_LEAPEstimator):
+    """S-LEAP (LEAP 2025, Sect. 4.2): rescale V's table by q-hat / p (Eq. 22). ``solver`` is unused.
+
+    Parameters are those of :class:`LEAP`.
+    """
+
+    _method = "sleap"
+
+
+class LEAP(_LEAPEstimator):
+    """LEAP_ACC / LEAP_KDEy (LEAP 2025, Sects. 4.3-4.4): square system of n² governing equations.
+
+    Parameters
+    ----------
+    classifier : fitted scikit-learn classifier over classes 0..n-1
+        The classifier h (never refitted).
+    quantifier : str, quapy AggregativeQuantifier or capshift Quantifier
+        Estimator of the test prevalence (Eq. 21): "acc" (LEAP_ACC), "kdey" (LEAP_KDEy, default),
+        "cc", "sld", "oracle" (true prevalence passed to predict), or an instance.
+    measure : str
+        Default measure of ``predict`` (any name of :data:`capshift.tables.MEASURES`).
+    solver : {"osqp", "slsqp"}
+        Solver of the constrained fallback (Sect. 4.5).
+    random_state : int or None
+        Seed of the quantifier's surrogate classifier.
+
+    Attributes
+    ----------
+    val_table_ : (n, n) validation table; ``quantifier_``; ``solver_`` (:class:`TableSolver`);
+    ``paths_`` : path taken ("exact"/"constrained") for each sample of the last prediction.
+    """
+
+    _method = "leap"
+
+
+class OLEAP(_LEAPEstimator):
+    """O-LEAP (LEAP 2025, Sect. 4.5): constrained least squares over all (n+1)² equations.
+
+    Parameters are those of :class:`LEAP`.
+    """
+
+    _method = "oleap"

@@ -1,0 +1,150 @@
+"""Quantifiers by name, through QuaPy, behind one small interface the CAP methods share.
+
+A :class:`Quantifier` estimates the true class prevalence q of a sample (a vector on the
+probability simplex, shape ``(n,)``). It splits the work as QuaPy's aggregative quantifiers do:
+``classify(X)`` maps items to per-item predictions once, ``aggregate(P)`` turns the predictions of
+one sample into a prevalence vector; the experiment runner classifies the whole test pool once and
+aggregates per sample (KDEy-ML costs milliseconds per sample this way).
+
+Names (LEAP 2025, Sects. 4.3-4.4; DS 2024, Sect. 5):
+
+- ``"acc"``: adjusted classify and count (Forman 2008) on the *target* classifier's own
+  validation predictions (LEAP_ACC), QuaPy's ``ACC`` with Bunse's (2022) constrained solver.
+- ``"kdey"``: KDEy-ML (Moreo et al. 2025) on a surrogate scikit-learn ``MLPClassifier`` trained on
+  V with 5-fold cross-validated posteriors, bandwidth 0.1 (as in the LEAP authors' code).
+- ``"cc"``: classify and count with the target classifier.
+- ``"sld"``: SLD/EMQ (Saerens et al. 2002) on the target classifier's posteriors.
+- ``"oracle"``: the true prevalence, which the caller passes in (upper-bound studies).
+- any QuaPy ``AggregativeQuantifier`` instance (an unfitted one is fitted on V).
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+from quapy.method.aggregative import ACC, CC, EMQ, AggregativeQuantifier, KDEyML
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neural_network import MLPClassifier
+
+__all__ = ["QUANTIFIERS", "Quantifier", "make_quantifier", "check_prevalence"]
+
+QUANTIFIERS = ("acc", "kdey", "cc", "sld", "oracle")
+
+
+def check_prevalence(prev, n_classes: int, name: str = "prevalence", atol: float = 1e-6) -> np.ndarray:
+    """Validate prevalence vector(s) of shape ``(..., n_classes)``: finite, >= 0, summing to 1."""
+    p = np.asarray(prev, dtype=float)
+    if p.shape[-1:] != (n_classes,):
+        raise ValueError(f"{name} must have shape (..., {n_classes}), got {p.shape}")
+    if not np.all(np.isfinite(p)) or np.any(p < -atol):
+        raise ValueError(f"{name} must hold finite non-negative values, got {p}")
+    if not np.allclose(p.sum(axis=-1), 1.0, atol=atol):
+        raise ValueError(f"{name} must sum to 1 over the last axis (a distribution over the classes), "
+                         f"got sums {np.round(p.sum(axis=-1), 6)}")
+    return np.clip(p, 0.0, None)
+
+
+class Quantifier:
+    """A prevalence estimator fitted on the validation set V.
+
+    Parameters
+    ----------
+    method : str or quapy AggregativeQuantifier
+        One of :data:`QUANTIFIERS` or a QuaPy aggregative quantifier instance.
+    classifier : fitted scikit-learn classifier
+        The target classifier h (used by ``"acc"``, ``"cc"``, ``"sld"``; never refitted).
+    random_state : int or None
+        Seed of the surrogate MLP of ``"kdey"`` and of its cross-validation folds.
+    bandwidth : float
+        KDEy-ML kernel bandwidth (default 0.1).
+    """
+
+    def __init__(self, method="kdey", classifier=None, random_state=None, bandwidth: float = 0.1):
+        self.method = method
+        self.classifier = classifier
+        self.random_state = random_state
+        self.bandwidth = bandwidth
+
+    @property
+    def name(self) -> str:
+        return self.method if isinstance(self.method, str) else type(self.method).__name__
+
+    @property
+    def is_fitted(self) -> bool:
+        return hasattr(self, "n_classes_")
+
+    @property
+    def is_oracle(self) -> bool:
+        return self.method == "oracle"
+
+    def _build(self) -> AggregativeQuantifier | None:
+        m = self.method
+        if isinstance(m, AggregativeQuantifier):
+            return copy.deepcopy(m)
+        if not isinstance(m, str):
+            raise TypeError(f"quantifier must be one of {QUANTIFIERS} or a quapy AggregativeQuantifier "
+                            f"instance, got {type(m).__name__}")
+        key = m.lower()
+        if key not in QUANTIFIERS:
+            raise ValueError(f"unknown quantifier {m!r}; choose one of {QUANTIFIERS} or pass a quapy "
+                             "AggregativeQuantifier instance")
+        if key == "oracle":
+            return None
+        if key == "kdey":
+            mlp = MLPClassifier(random_state=self.random_state)
+            return KDEyML(mlp, val_split=5, bandwidth=self.bandwidth, random_state=self.random_state)
+        h = self.classifier
+        if h is None:
+            raise ValueError(f"quantifier {m!r} reuses the target classifier: pass classifier=")
+        if key == "sld" and not hasattr(h, "predict_proba"):
+            raise TypeError(f"quantifier 'sld' needs posterior probabilities, but {type(h).__name__} has no "
+                            "predict_proba; use 'acc' or 'kdey', or a probabilistic classifier")
+        cls = {"acc": ACC, "cc": CC, "sld": EMQ}[key]
+        return cls(h, fit_classifier=False, val_split=None)
+
+    def fit(self, X_val, y_val, n_classes: int):
+        """Fit on V: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n_classes-1. Returns self."""
+        self.n_classes_ = int(n_classes)
+        self.q_ = self._build()
+        if self.q_ is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                self.q_.fit(X_val, y_val)
+            classes = np.asarray(self.q_.classes_)
+            if classes.shape != (self.n_classes_,) or np.any(classes != np.arange(self.n_classes_)):
+                raise ValueError(f"the quantifier's classes {classes.tolist()} are not 0..{self.n_classes_ - 1}: "
+                                 "every class must occur in V and labels must be encoded 0..n-1")
+        return self
+
+    def classify(self, X):
+        """Per-item predictions the aggregation needs (QuaPy's ``classify``); None for the oracle."""
+        self._check_fitted()
+        return None if self.q_ is None else self.q_.classify(X)
+
+    def aggregate(self, predictions, prevalence=None) -> np.ndarray:
+        """Prevalence estimate (n,) from one sample's predictions (or the oracle's ``prevalence``)."""
+        self._check_fitted()
+        if self.q_ is None:
+            if prevalence is None:
+                raise ValueError("the oracle quantifier needs the true prevalence: pass prevalence=")
+            return check_prevalence(prevalence, self.n_classes_, "prevalence")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            q = np.asarray(self.q_.aggregate(predictions), dtype=float)
+        return q / q.sum()
+
+    def quantify(self, X, prevalence=None) -> np.ndarray:
+        """Prevalence estimate (n,) of the sample ``X`` (m, d)."""
+        return self.aggregate(self.classify(X), prevalence)
+
+    def _check_fitted(self):
+        if not self.is_fitted:
+            raise RuntimeError("this Quantifier is not fitted yet: call fit(X_val, y_val, n_classes) first")
+
+
+def make_quantifier(quantifier, classifier, random_state=None) -> Quantifier:
+    """A :class:`Quantifier` from a name, a QuaPy instance, or an existing Quantifier (returned as is)."""
+    if isinstance(quantifier, Quantifier):
+        return quantifier
+    return Quantifier(quantifier, classifier=classifier, random_state=random_state)

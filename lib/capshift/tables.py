@@ -1,0 +1,204 @@
+"""Contingency tables and the classifier-accuracy measures computed from them.
+
+Convention (used everywhere in capshift): a contingency table ``C`` is a float array of shape
+``(..., n, n)`` with ``C[..., i, j]`` = fraction of items of *true* class i *predicted* as class j
+(rows true, columns predicted, entries summing to 1), i.e. scikit-learn's
+``confusion_matrix(y_true, y_pred, normalize="all")``. The LEAP paper (Volpi et al., Machine
+Learning 2025, Eq. 5) writes the transpose (rows predicted, columns true).
+
+Row sums are the true prevalence q (``true_prevalence``), column sums the predicted-class
+fractions gamma (``predicted_prevalence``, Eq. 10). Every measure is vectorised over leading batch
+dimensions and returns a float array of shape ``(...)``; measures are looked up by name through
+:data:`MEASURES` / :func:`get_measure`.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+__all__ = [
+    "contingency_table", "check_table", "true_prevalence", "predicted_prevalence",
+    "accuracy", "f1", "macro_f1", "precision", "recall", "balanced_accuracy",
+    "MEASURES", "get_measure", "measure_value",
+]
+
+
+def _as_labels(y, name: str, n_classes: int) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array of class indices, got shape {y.shape}")
+    if y.size and not np.issubdtype(y.dtype, np.integer):
+        if np.issubdtype(y.dtype, np.floating) and np.all(np.mod(y, 1) == 0):
+            y = y.astype(int)
+        else:
+            raise TypeError(f"{name} must hold integer class indices 0..n_classes-1, got dtype {y.dtype}; "
+                            "encode labels first (e.g. sklearn.preprocessing.LabelEncoder)")
+    if y.size and (y.min() < 0 or y.max() >= n_classes):
+        bad = np.unique(y[(y < 0) | (y >= n_classes)])
+        raise ValueError(f"{name} has labels {bad.tolist()} outside the codeframe 0..{n_classes - 1}; "
+                         "pass the right n_classes or re-encode the labels")
+    return y
+
+
+def contingency_table(y_true, y_pred, n_classes: int) -> np.ndarray:
+    """Normalised contingency table of a labelled sample.
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of int, shape (m,)
+        True and predicted class indices in ``0..n_classes-1``.
+    n_classes : int
+        Size of the codeframe (classes absent from the sample get zero rows/columns).
+
+    Returns
+    -------
+    ndarray of float, shape (n_classes, n_classes)
+        ``C[i, j]`` = fraction of items with true class i predicted as j; sums to 1.
+        Equals ``sklearn.metrics.confusion_matrix(..., normalize="all")``; the LEAP paper's
+        Eq. 5 is its transpose.
+
+    Raises
+    ------
+    ValueError
+        Empty sample, length mismatch, labels outside the codeframe, ``n_classes < 2``.
+    """
+    if not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
+        raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+    y_true = _as_labels(y_true, "y_true", n_classes)
+    y_pred = _as_labels(y_pred, "y_pred", n_classes)
+    if y_true.shape != y_pred.shape:
+        raise ValueError(f"y_true and y_pred must have the same length, got {y_true.size} and {y_pred.size}")
+    if y_true.size == 0:
+        raise ValueError("cannot build a contingency table from an empty sample (y_true has no items)")
+    counts = np.bincount(y_true * n_classes + y_pred, minlength=n_classes * n_classes)
+    return counts.reshape(n_classes, n_classes) / y_true.size
+
+
+def check_table(C, name: str = "table", atol: float = 1e-6) -> np.ndarray:
+    """Validate a (batch of) contingency table(s): shape ``(..., n, n)``, finite, >= 0, sums to 1.
+
+    Returns the table as a float ndarray. Raises ``ValueError`` naming ``name`` otherwise.
+    """
+    C = np.asarray(C, dtype=float)
+    if C.ndim < 2 or C.shape[-1] != C.shape[-2] or C.shape[-1] < 2:
+        raise ValueError(f"{name} must have shape (..., n, n) with n >= 2, got {C.shape}")
+    if not np.all(np.isfinite(C)):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    if np.any(C < -atol):
+        raise ValueError(f"{name} has negative entries (min {C.min():.3g}); tables hold fractions in [0, 1]")
+    sums = C.sum(axis=(-2, -1))
+    if not np.allclose(sums, 1.0, atol=atol):
+        raise ValueError(f"{name} entries must sum to 1 (fractions of the sample), got sums in "
+                         f"[{np.min(sums):.6g}, {np.max(sums):.6g}]; divide counts by the sample size")
+    return C
+
+
+def true_prevalence(C) -> np.ndarray:
+    """Row sums of ``C``: the true class prevalence q, shape ``(..., n)``."""
+    return np.asarray(C, dtype=float).sum(axis=-1)
+
+
+def predicted_prevalence(C) -> np.ndarray:
+    """Column sums of ``C``: the predicted-class fractions gamma (LEAP Eq. 10), shape ``(..., n)``."""
+    return np.asarray(C, dtype=float).sum(axis=-2)
+
+
+def _diag(C):
+    return np.diagonal(C, axis1=-2, axis2=-1)
+
+
+def _safe_ratio(num, den, empty):
+    """num/den elementwise, ``empty`` where den == 0 (documented fallback, never NaN)."""
+    num, den = np.broadcast_arrays(np.asarray(num, float), np.asarray(den, float))
+    out = np.full(num.shape, float(empty))
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def accuracy(C) -> np.ndarray:
+    """Vanilla accuracy, the trace of ``C`` (LEAP Eq. 6). Shape ``(...)``."""
+    return _diag(np.asarray(C, dtype=float)).sum(axis=-1)
+
+
+def precision(C, empty: float = 0.0) -> np.ndarray:
+    """Per-class precision ``C[j, j] / sum_i C[i, j]``, shape ``(..., n)``.
+
+    A class never predicted has precision ``empty`` (default 0, as scikit-learn's
+    ``zero_division=0``).
+    """
+    C = np.asarray(C, dtype=float)
+    return _safe_ratio(_diag(C), predicted_prevalence(C), empty)
+
+
+def recall(C, empty: float = 0.0) -> np.ndarray:
+    """Per-class recall ``C[i, i] / sum_j C[i, j]``, shape ``(..., n)``; ``empty`` for absent classes."""
+    C = np.asarray(C, dtype=float)
+    return _safe_ratio(_diag(C), true_prevalence(C), empty)
+
+
+def _f1_per_class(C) -> np.ndarray:
+    C = np.asarray(C, dtype=float)
+    tp = _diag(C)
+    den = 2 * tp + (predicted_prevalence(C) - tp) + (true_prevalence(C) - tp)
+    # Denominator 0: the class is neither present nor predicted, everything else is a true
+    # negative for it, so F1 = 1 (LEAP 2025, Sect. 5.14).
+    return _safe_ratio(2 * tp, den, 1.0)
+
+
+def f1(C, pos: int = 1) -> np.ndarray:
+    """Binary F1 of class ``pos``: ``2TP / (2TP + FP + FN)`` (LEAP Eq. 29), 1 when the denominator is 0.
+
+    Works for any n (one-vs-rest F1 of ``pos``). Shape ``(...)``.
+    """
+    C = np.asarray(C, dtype=float)
+    n = C.shape[-1]
+    if not 0 <= pos < n:
+        raise ValueError(f"pos must be a class index in 0..{n - 1}, got {pos}")
+    return _f1_per_class(C)[..., pos]
+
+
+def macro_f1(C) -> np.ndarray:
+    """Macro-averaged F1: mean over classes of the one-vs-rest F1 (each 1 if undefined). Shape ``(...)``."""
+    return _f1_per_class(C).mean(axis=-1)
+
+
+def balanced_accuracy(C) -> np.ndarray:
+    """Mean recall over the classes present in the sample (scikit-learn's definition). Shape ``(...)``."""
+    C = np.asarray(C, dtype=float)
+    present = true_prevalence(C) > 0
+    rec = recall(C)
+    return _safe_ratio((rec * present).sum(axis=-1), present.sum(axis=-1), 0.0)
+
+
+#: Measures by name; each maps a table batch ``(..., n, n)`` to values ``(...)``.
+#: "f1" is binary F1 of class 1 for n = 2 and macro-F1 otherwise (the LEAP paper's usage).
+MEASURES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "accuracy": accuracy,
+    "f1": lambda C: f1(C, 1) if np.shape(C)[-1] == 2 else macro_f1(C),
+    "binary_f1": f1,
+    "macro_f1": macro_f1,
+    "balanced_accuracy": balanced_accuracy,
+}
+_ALIASES = {"acc": "accuracy", "macro-f1": "macro_f1", "macrof1": "macro_f1", "bacc": "balanced_accuracy"}
+
+
+def get_measure(name: str | Callable) -> Callable[[np.ndarray], np.ndarray]:
+    """Look up a measure by name (see :data:`MEASURES`); callables pass through.
+
+    Raises ``ValueError`` listing the known names for an unknown one.
+    """
+    if callable(name):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"measure must be a name or a callable, got {type(name).__name__}")
+    key = _ALIASES.get(name.lower(), name.lower())
+    if key not in MEASURES:
+        raise ValueError(f"unknown measure {name!r}; known measures: {sorted(MEASURES)}")
+    return MEASURES[key]
+
+
+def measure_value(C, measure: str | Callable = "accuracy"):
+    """Apply a measure to a table (batch); returns a Python float for a single table."""
+    out = np.asarray(get_measure(measure)(C), dtype=float)
+    return float(out) if out.ndim == 0 else out
