@@ -6,9 +6,12 @@ fractions ``pred_prev`` (gamma, Eq. 10) and a quantifier's estimate ``est_prev``
 
 - S-LEAP (Sect. 4.2, Eq. 22): rescale each true-class row of ``C_V`` by ``q_i / p_i``.
 - LEAP (Sect. 4.3): solve the square n² system of :func:`capshift.equations.governing_system`
-  with the equations of class 0 dropped. If the solution has negative cells (beyond 1e-9) or the
-  matrix is singular, solve ``min ||A x - b||_2`` over the simplex instead (Sect. 4.5); the path
-  taken is recorded per sample ("exact" / "constrained").
+  with the equations of class 0 dropped. If the solution has negative cells (beyond 1e-9), solve
+  ``min ||A x - b||_2`` over the simplex instead (Sect. 4.5); the path taken is recorded per
+  sample ("exact" / "constrained"). The square system is never singular when every class occurs
+  in V: groups 1 and 4 fix every row sum, group 3 then fixes the cells ``C[i, j]`` with i, j >= 1,
+  the row sums the cells ``C[i, 0]``, and group 2 the first row. (A singular *rate* matrix only
+  affects the quantifier: ACC then relies on QuaPy's constrained solver, Bunse 2022.)
 - O-LEAP (Sect. 4.5): the constrained least-squares solve over all ``(n+1)²`` equations.
 
 The system matrix depends only on ``C_V``; :class:`TableSolver` builds it and its factorisation
@@ -58,7 +61,7 @@ class _SimplexLSQ:
         if self.solver == "osqp":
             self.qp.update(q=-2.0 * (self.A.T @ b))
             self.qp.warm_start(x=x0, y=np.zeros(self.N + 1))  # independent of the previous sample
-            x = self.qp.solve().x
+            x = self.qp.solve(raise_error=False).x
             if x is None or not np.all(np.isfinite(x)):
                 raise RuntimeError("OSQP failed on the constrained LEAP problem; try solver='slsqp'")
         else:
@@ -98,19 +101,11 @@ class TableSolver:
         self.method, self.solver = method, solver
         self.system = governing_system(val_table, drop_class=0 if method == "leap" else None)
         self.n = self.system.n_classes
-        self.lu = None
-        if method == "leap":
-            dense = self.system.A.toarray()
-            if np.linalg.matrix_rank(dense) == dense.shape[1]:
-                self.lu = lu_factor(dense)
-        self._lsq = None
         if solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-
-    @property
-    def singular(self) -> bool:
-        """True when LEAP's square system is singular (every sample takes the constrained path)."""
-        return self.method == "leap" and self.lu is None
+        # LU factorisation once per validation table (the square LEAP system is invertible, see above)
+        self.lu = lu_factor(self.system.A.toarray()) if method == "leap" else None
+        self._lsq = None
 
     def _constrained(self, b):
         if self._lsq is None:  # built lazily: LEAP often never needs it

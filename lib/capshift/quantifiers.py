@@ -100,8 +100,9 @@ class Quantifier:
         if key == "sld" and not hasattr(h, "predict_proba"):
             raise TypeError(f"quantifier 'sld' needs posterior probabilities, but {type(h).__name__} has no "
                             "predict_proba; use 'acc' or 'kdey', or a probabilistic classifier")
-        cls = {"acc": ACC, "cc": CC, "sld": EMQ}[key]
-        return cls(h, fit_classifier=False, val_split=None)
+        if key == "cc":
+            return CC(h, fit_classifier=False)
+        return {"acc": ACC, "sld": EMQ}[key](h, fit_classifier=False, val_split=None)
 
     def fit(self, X_val, y_val, n_classes: int):
         """Fit on V: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n_classes-1. Returns self."""

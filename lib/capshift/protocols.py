@@ -1,0 +1,122 @@
+"""Sampling protocols that generate prior-probability-shifted test samples, through QuaPy.
+
+Holds :func:`upp_indices` / :func:`upp_prevalences` (uniform prevalence protocol: prevalence vectors drawn
+uniformly from the simplex with the Kraemer algorithm, as ``quapy.protocol.UPP``; LEAP, Machine Learning
+2025, Sect. 5.2 uses 1000 samples of size 100), :func:`app_indices` / :func:`app_prevalences` (artificial
+prevalence protocol, the grid of ``quapy.protocol.APP``) and :func:`sample_prevalence`.
+
+Sampling is QuaPy's ``LabelledCollection.sampling_index``: for a requested prevalence p it takes
+``round(size * p_i)`` items of class i (the rounding remainder is assigned to random classes with
+probability p), drawn **with replacement** within each class, then shuffles. The authors' code samples
+in the same way (it uses QuaPy's protocols), so a sample may repeat an item of the test pool U.
+All functions are deterministic given ``seed``; the global NumPy random state is restored afterwards
+(``quapy.util.temp_seed``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import quapy.functional as F
+from quapy.data import LabelledCollection
+from quapy.protocol import APP
+from quapy.util import temp_seed
+
+__all__ = ["upp_indices", "upp_prevalences", "app_indices", "app_prevalences", "sample_prevalence"]
+
+
+def _pos_int(value, arg: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{arg} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{arg} must be >= 1, got {value}")
+    return int(value)
+
+
+def _seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise TypeError(f"seed must be a non-negative int (None would make the samples irreproducible), got {seed!r}")
+    return int(seed)
+
+
+def _collection(y, n_classes) -> LabelledCollection:
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) == 0 or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"y must be a non-empty 1-d integer array of class codes 0..n-1, got shape {y.shape} "
+                         f"and dtype {y.dtype}")
+    n = int(y.max()) + 1 if n_classes is None else _pos_int(n_classes, "n_classes")
+    counts = np.bincount(y, minlength=n) if y.min() >= 0 else None
+    if counts is None or len(counts) > n:
+        raise ValueError(f"y must hold class codes in 0..{n - 1} (n_classes={n}), found {y.min()}..{y.max()}")
+    if (counts == 0).any():
+        raise ValueError(f"class(es) {np.flatnonzero(counts == 0).tolist()} have no item in y, so samples with a "
+                         f"positive prevalence for them cannot be drawn; sample from a pool containing every class "
+                         f"(e.g. Split.y_U) or pass the right n_classes")
+    return LabelledCollection(y.reshape(-1, 1), y, classes=np.arange(n))
+
+
+def upp_prevalences(n_classes: int, repeats: int, seed: int) -> np.ndarray:
+    """The prevalence vectors requested by :func:`upp_indices` with the same arguments.
+
+    Returns float ndarray (repeats, n_classes), rows uniform on the probability simplex (Kraemer
+    algorithm, ``quapy.functional.uniform_simplex_sampling``), drawn first under ``temp_seed(seed)``
+    as QuaPy's UPP does. Raises TypeError/ValueError for non-int or < 1 ``repeats``/``n_classes``
+    (``n_classes`` must be >= 2).
+    """
+    n_classes, repeats = _pos_int(n_classes, "n_classes"), _pos_int(repeats, "repeats")
+    if n_classes < 2:
+        raise ValueError(f"n_classes must be >= 2, got {n_classes}")
+    with temp_seed(_seed(seed)):
+        return F.uniform_simplex_sampling(n_classes, size=repeats).reshape(repeats, n_classes)
+
+
+def upp_indices(y, sample_size: int, repeats: int, seed: int, n_classes: int | None = None) -> list[np.ndarray]:
+    """Index arrays of UPP samples drawn from the labels ``y`` (LEAP 2025 Sect. 5.2; QuaPy's ``UPP``).
+
+    ``y``: int array (m,) of class codes 0..n-1, every class present; ``sample_size``: items per sample;
+    ``repeats``: number of samples; ``seed``: random seed; ``n_classes``: defaults to ``max(y) + 1``.
+    Returns a list of ``repeats`` int arrays of shape (sample_size,), indices into ``y`` (with
+    replacement within each class); sample k has prevalence ``upp_prevalences(n, repeats, seed)[k]`` up
+    to rounding. Identical to ``quapy.protocol.UPP(..., random_state=seed, return_type='index')``
+    (which, unlike this function, fails for repeats=1). Raises TypeError/ValueError on bad arguments.
+    """
+    lc = _collection(y, n_classes)
+    sample_size, repeats, seed = _pos_int(sample_size, "sample_size"), _pos_int(repeats, "repeats"), _seed(seed)
+    with temp_seed(seed):  # the random stream of QuaPy's UPP: prevalences first, then the samples
+        prevs = F.uniform_simplex_sampling(lc.n_classes, size=repeats).reshape(repeats, lc.n_classes)
+        return [lc.sampling_index(sample_size, *p) for p in prevs]
+
+
+def app_prevalences(n_classes: int, n_prevalences: int = 21, repeats: int = 1) -> np.ndarray:
+    """The APP grid: every prevalence vector whose entries are multiples of 1/(n_prevalences-1), each
+    repeated ``repeats`` times. Returns float ndarray (n_points * repeats, n_classes), rows summing to 1,
+    in QuaPy's order. Raises TypeError/ValueError for bad arguments (n_prevalences must be >= 2).
+    """
+    n_classes, repeats = _pos_int(n_classes, "n_classes"), _pos_int(repeats, "repeats")
+    if _pos_int(n_prevalences, "n_prevalences") < 2 or n_classes < 2:
+        raise ValueError(f"n_prevalences and n_classes must be >= 2, got {n_prevalences} and {n_classes}")
+    dummy = LabelledCollection(np.zeros((n_classes, 1)), np.arange(n_classes))
+    grid = APP(dummy, sample_size=1, n_prevalences=n_prevalences, repeats=repeats, sanity_check=None).prevalence_grid()
+    return np.hstack([grid, np.clip(1 - grid.sum(axis=1, keepdims=True), 0, 1)])
+
+
+def app_indices(y, sample_size: int, n_prevalences: int = 21, repeats: int = 1, seed: int = 0,
+                n_classes: int | None = None) -> list[np.ndarray]:
+    """Index arrays of APP samples (QuaPy's ``APP``, ``return_type='index'``): one sample per grid point
+    of :func:`app_prevalences` (in the same order), ``repeats`` per point.
+
+    Arguments and returned arrays as in :func:`upp_indices`. The number of samples is
+    C(n_prevalences + n_classes - 2, n_classes - 1) * repeats, so keep n_prevalences small for many
+    classes. Raises TypeError/ValueError on bad arguments.
+    """
+    lc = _collection(y, n_classes)
+    sample_size, repeats = _pos_int(sample_size, "sample_size"), _pos_int(repeats, "repeats")
+    if _pos_int(n_prevalences, "n_prevalences") < 2:
+        raise ValueError(f"n_prevalences must be >= 2, got {n_prevalences}")
+    app = APP(lc, sample_size=sample_size, n_prevalences=n_prevalences, repeats=repeats, random_state=_seed(seed),
+              sanity_check=None, return_type="index")
+    return list(app())
+
+
+def sample_prevalence(y, idx, n_classes: int) -> np.ndarray:
+    """Prevalence vector of the sample ``y[idx]``: float ndarray (n_classes,) summing to 1
+    (``quapy.functional.prevalence_from_labels``)."""
+    return F.prevalence_from_labels(np.asarray(y)[np.asarray(idx)], np.arange(_pos_int(n_classes, "n_classes")))

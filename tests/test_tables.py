@@ -1,0 +1,62 @@
+"""Contingency tables and measures agree with scikit-learn; batch shapes; degenerate input."""
+import numpy as np
+import pytest
+from sklearn import metrics
+
+from capshift import tables as T
+
+
+@pytest.mark.parametrize("n", [2, 3, 7])
+def test_measures_agree_with_sklearn(n):
+    rng = np.random.default_rng(n)
+    y, yp = rng.integers(0, n, 500), rng.integers(0, n, 500)
+    C = T.contingency_table(y, yp, n)
+    np.testing.assert_allclose(C, metrics.confusion_matrix(y, yp, labels=range(n), normalize="all"))
+    assert T.accuracy(C) == pytest.approx(metrics.accuracy_score(y, yp))
+    assert T.macro_f1(C) == pytest.approx(metrics.f1_score(y, yp, average="macro"))
+    np.testing.assert_allclose(T.precision(C), metrics.precision_score(y, yp, average=None, zero_division=0))
+    np.testing.assert_allclose(T.recall(C), metrics.recall_score(y, yp, average=None, zero_division=0))
+    assert T.balanced_accuracy(C) == pytest.approx(metrics.balanced_accuracy_score(y, yp))
+    assert T.f1(C, pos=1) == pytest.approx(metrics.f1_score(y == 1, yp == 1))
+    np.testing.assert_allclose(T.true_prevalence(C), np.bincount(y, minlength=n) / 500)
+    np.testing.assert_allclose(T.predicted_prevalence(C), np.bincount(yp, minlength=n) / 500)
+
+
+def test_batch_shapes_match_loop():
+    rng = np.random.default_rng(0)
+    B = rng.dirichlet(np.ones(9), size=(4, 5)).reshape(4, 5, 3, 3)
+    for name, f in T.MEASURES.items():
+        out = f(B)
+        assert out.shape == (4, 5), name
+        assert out[2, 3] == pytest.approx(f(B[2, 3])), name
+
+
+def test_f1_empty_denominator_is_one():
+    # everything is a true negative of class 1: F1 of class 1 is 1 by the paper's convention (Sect. 5.14)
+    C = np.array([[1.0, 0.0], [0.0, 0.0]])
+    assert T.f1(C, 1) == 1.0
+    assert T.measure_value(C, "f1") == 1.0
+    assert np.isfinite(T.macro_f1(C)) and np.isfinite(T.balanced_accuracy(C))
+
+
+def test_registry_and_errors():
+    assert T.get_measure("acc") is T.accuracy
+    with pytest.raises(ValueError, match="known measures"):
+        T.get_measure("kappa")
+    with pytest.raises(ValueError, match="outside the codeframe"):
+        T.contingency_table([0, 1, 3], [0, 1, 1], 3)
+    with pytest.raises(ValueError, match="empty"):
+        T.contingency_table([], [], 2)
+    with pytest.raises(ValueError, match="same length"):
+        T.contingency_table([0, 1], [0], 2)
+    with pytest.raises(TypeError, match="integer class indices"):
+        T.contingency_table(["a", "b"], ["a", "a"], 2)
+    with pytest.raises(ValueError, match="sum to 1"):
+        T.check_table(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="pos must be"):
+        T.f1(np.eye(2) / 2, pos=2)
+
+
+def test_one_item_sample():
+    C = T.contingency_table([1], [0], 2)
+    assert C[1, 0] == 1.0 and T.accuracy(C) == 0.0
