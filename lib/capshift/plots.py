@@ -1,0 +1,67 @@
+"""Figures of the book, drawn from the experiment runner's tidy results (matplotlib + seaborn).
+
+- :func:`diagonal_plot`: predicted vs true measure per method (LEAP 2025, Fig. 1a).
+- :func:`error_by_shift`: mean AE as a function of the amount of PPS, binned L1 distance between
+  V's and the sample's prevalence (LEAP 2025, Fig. 6).
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+__all__ = ["diagonal_plot", "error_by_shift"]
+
+
+def _check(results: pd.DataFrame, measure: str) -> pd.DataFrame:
+    need = {"method", "measure", "true", "predicted", "ae", "shift"}
+    if not need <= set(results.columns):
+        raise ValueError(f"results must be a DataFrame from capshift.experiment.run_experiment with columns "
+                         f"{sorted(need)}; missing {sorted(need - set(results.columns))}")
+    sub = results[results["measure"] == measure]
+    if sub.empty:
+        raise ValueError(f"results hold no rows for measure {measure!r}; measures present: "
+                         f"{sorted(results['measure'].unique())}")
+    return sub
+
+
+def diagonal_plot(results: pd.DataFrame, measure: str = "accuracy", methods=None, col_wrap: int = 3,
+                  height: float = 2.6, max_points: int = 3000, seed: int = 0):
+    """One panel per method: predicted (y) against true (x) measure, with the diagonal y = x.
+
+    ``max_points`` caps the points drawn per panel (a seeded random subset) to keep pages light.
+    Returns the seaborn ``FacetGrid``.
+    """
+    sub = _check(results, measure)
+    methods = list(dict.fromkeys(sub["method"])) if methods is None else list(methods)
+    sub = sub[sub["method"].isin(methods)]
+    sub = (sub.groupby("method", group_keys=False)
+              .apply(lambda d: d.sample(min(len(d), max_points), random_state=seed)))
+    g = sns.relplot(data=sub, x="true", y="predicted", col="method", col_order=methods, col_wrap=col_wrap,
+                    height=height, s=6, alpha=0.35, edgecolor=None, color="C0")
+    for ax in g.axes.flat:
+        ax.plot([0, 1], [0, 1], color="k", lw=0.8, ls="--")
+        ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal")
+    g.set_axis_labels(f"true {measure}", f"predicted {measure}")
+    g.set_titles("{col_name}")
+    return g
+
+
+def error_by_shift(results: pd.DataFrame, measure: str = "accuracy", methods=None, bins: int = 10,
+                   ax=None):
+    """Mean AE against the amount of PPS (L1 distance of prevalences, binned into ``bins`` equal bins on [0, 2]).
+
+    Returns the matplotlib Axes. Bins with no samples are left out.
+    """
+    sub = _check(results, measure)
+    methods = list(dict.fromkeys(sub["method"])) if methods is None else list(methods)
+    edges = np.linspace(0, 2, bins + 1)
+    mid = (edges[:-1] + edges[1:]) / 2
+    sub = sub.assign(bin=pd.cut(sub["shift"], edges, labels=mid, include_lowest=True).astype(float))
+    curve = sub[sub["method"].isin(methods)].groupby(["method", "bin"])["ae"].mean().reset_index()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    sns.lineplot(data=curve, x="bin", y="ae", hue="method", hue_order=methods, marker="o", ax=ax)
+    ax.set(xlabel="amount of PPS (L1 distance between V's and the sample's prevalence)", ylabel=f"mean AE ({measure})")
+    return ax

@@ -1,0 +1,46 @@
+"""Tests for capshift.reference: the published tables shipped as package data."""
+import numpy as np
+import pytest
+
+from capshift import reference as R
+
+
+def test_all_tables_load():
+    for tid in R.TABLES:
+        df = R.paper_table(tid)
+        assert len(df) > 0 and {"dataset", "method", "mean", "std"} <= set(df.columns)
+        assert df["mean"].dropna().between(0, 1).all()
+    assert len(R.paper_table("leap2025_table1")) == 330 and len(R.paper_table("leap2025_table2")) == 275
+
+
+def test_known_cells():
+    t1 = R.paper_values()  # LEAP 2025 Table 1: LR, vanilla accuracy, binary
+    assert tuple(t1.loc[("sonar", "ATC"), ["mean", "std"]]) == (0.121, 0.080)
+    assert tuple(t1.loc[("pageblocks.5", "Naive"), ["mean", "std"]]) == (0.341, 0.208)
+    assert t1.loc[("Average", "Naive"), "mean"] == 0.098
+    t2 = R.paper_values(task="multiclass")
+    assert tuple(t2.loc[("letter", "O-LEAP_KDEy"), ["mean", "std"]]) == (0.035, 0.026)
+    assert set(t2.index.get_level_values("method")) == {
+        "Naive", "ATC", "DoC", "DS", "L-CBPE", "NN", "Q-COT", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy"}
+    assert np.isnan(R.paper_values("ds2024", classifier="kNN")["std"]).all()
+
+
+@pytest.mark.parametrize("args", [("leap2025", "acc", "LR", "binary"), ("leap2025", "acc", "LR", "multiclass"),
+                                  ("leap2025", "f1", "LR", "binary"), ("leap2025", "f1", "LR", "multiclass"),
+                                  ("ds2024", "acc", "SVM", "binary")])
+def test_average_row_is_mean_of_datasets(args):
+    v = R.paper_values(*args)["mean"].unstack()
+    assert "Average" in v.index
+    diff = v.drop("Average").mean() - v.loc["Average"]
+    assert diff.abs().max() <= 0.001 + 1e-9  # printed values are rounded to 3 decimals
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="table_id"):
+        R.paper_table("leap2025_table7")
+    with pytest.raises(ValueError, match="paper"):
+        R.paper_values("leap2023")
+    with pytest.raises(ValueError, match="classifier='SVM'"):
+        R.paper_values("leap2025", classifier="SVM")
+    with pytest.raises(ValueError, match="measure='f1'"):
+        R.paper_values("ds2024", measure="f1")
