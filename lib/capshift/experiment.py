@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
@@ -169,10 +170,20 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
                                        "measure", "true", "predicted", "ae", "path", "seconds"])
 
 
-def run_many(names, progress: bool = True, **kwargs) -> pd.DataFrame:
-    """:func:`run_experiment` over several datasets (same keyword arguments), concatenated."""
-    frames = [run_experiment(name, progress=progress, **kwargs)
-              for name in tqdm(list(names), desc="datasets", disable=not progress)]
+def run_many(names, n_jobs: int = 1, progress: bool = True, **kwargs) -> pd.DataFrame:
+    """:func:`run_experiment` over several datasets (same keyword arguments), concatenated.
+
+    ``n_jobs`` datasets run in parallel processes (joblib); every dataset is seeded on its own,
+    so the result does not depend on ``n_jobs``.
+    """
+    names = list(names)
+    if n_jobs == 1:
+        frames = [run_experiment(name, progress=progress, **kwargs)
+                  for name in tqdm(names, desc="datasets", disable=not progress)]
+    else:
+        run = delayed(run_experiment)
+        frames = Parallel(n_jobs=n_jobs)(run(name, progress=False, **kwargs)
+                                         for name in tqdm(names, desc="datasets", disable=not progress))
     return pd.concat(frames, ignore_index=True)
 
 
