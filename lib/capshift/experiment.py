@@ -26,7 +26,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.svm import SVC
 from sklearn.ensemble import RandomForestClassifier
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from . import datasets, protocols
 from .baselines import Naive
