@@ -36,6 +36,7 @@ GENERATED = {"run_record"}  # toc entries written by this module, not read from 
 PACKAGES = ["numpy", "scipy", "scikit-learn", "quapy", "cvxpy", "pandas", "papermill", "jupyter-book"]
 STAGED_FILES = ["_config.yml", "_toc.yml", "references.bib"]
 KERNEL = "python3"
+INLINE = "module://matplotlib_inline.backend_inline"  # so that figures are captured as cell outputs
 
 
 class BookError(Exception):
@@ -126,6 +127,17 @@ def resolve(chaps: dict[str, Path], selected: list[str], profile: dict, cli: dic
     return plan
 
 
+def make_plan(chaps: dict[str, Path], only: list[str] | None, profile: dict, cli: dict, tmp: Path,
+              skip: set[str] = frozenset()) -> dict[str, dict]:
+    """Chapters to execute -> parameters: ``only`` (with the ``-p`` overrides) plus every other chapter not in
+    ``skip`` (with the profile only). Everything is validated before anything runs."""
+    if cli and not only:
+        raise BookError("-p overrides need a chapter: use `chapter NAME -p ...` or `--only NAME -p ...`")
+    others = [n for n in chaps if n not in (only or []) and n not in skip]
+    plan = {**resolve(chaps, others, profile, {}, tmp), **resolve(chaps, list(only or []), profile, cli, tmp)}
+    return {n: plan[n] for n in chaps if n in plan}  # toc order
+
+
 # -------------------------------------------------------------------------------------------------------- execution
 def execute(name: str, src: Path, params: dict, profile: str, dest: Path, tmp: Path, failed: Path) -> float:
     """Execute one chapter with papermill into ``dest``; hide the injected cell; return the run time (s)."""
@@ -134,6 +146,8 @@ def execute(name: str, src: Path, params: dict, profile: str, dest: Path, tmp: P
     staging = tmp / f"{name}.executed.ipynb"
     print(f"[capshift.book] executing {name} with {params or 'its defaults'}", flush=True)
     t0 = time.perf_counter()
+    backend = os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = INLINE  # the kernel inherits our environment; `make` exports MPLBACKEND=Agg
     try:
         papermill.execute_notebook(
             str(ipynb), str(staging), parameters=params, kernel_name=KERNEL, cwd=str(src.parent),
@@ -145,6 +159,11 @@ def execute(name: str, src: Path, params: dict, profile: str, dest: Path, tmp: P
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(staging, kept)
         raise BookError(f"chapter {name!r} failed: {exc}\n(the partly executed notebook: {kept})") from exc
+    finally:
+        if backend is None:
+            os.environ.pop("MPLBACKEND", None)
+        else:
+            os.environ["MPLBACKEND"] = backend
     seconds = time.perf_counter() - t0
     nb = nbformat.read(staging, as_version=4)
     for cell in nb.cells:
@@ -172,8 +191,10 @@ def execute(name: str, src: Path, params: dict, profile: str, dest: Path, tmp: P
 # ------------------------------------------------------------------------------------------------------- run record
 def git_commit(root: Path) -> str:
     """``HEAD`` of the checkout (``+ uncommitted changes`` when dirty), or ``unknown`` outside a git checkout."""
+    def run(*args):
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
     try:
-        run = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
         commit = run("rev-parse", "HEAD")
         return commit + (" (+ uncommitted changes)" if run("status", "--porcelain", "--untracked-files=no") else "")
     except (OSError, subprocess.CalledProcessError):
@@ -201,7 +222,8 @@ def run_record(notebooks: dict[str, Path], root: Path) -> str:
         meta = nbformat.read(path, as_version=4).metadata.get("capshift", {})
         out += [f"### {name}", "",
                 f"Profile `{meta.get('profile')}`; run time {meta.get('seconds')} s; executed {meta.get('executed')}.", ""]
-        params = {**meta.get("defaults", {}), **{k: repr(v) for k, v in meta.get("overrides", {}).items()}}
+        shown = {k: json.dumps(v) if isinstance(v, str) else repr(v) for k, v in meta.get("overrides", {}).items()}
+        params = {**meta.get("defaults", {}), **shown}
         if params:
             out += ["| parameter | value | |", "| --- | --- | --- |"]
             out += [f"| `{k}` | `{v}` | {'overridden' if k in meta.get('overrides', {}) else 'default'} |"
@@ -231,7 +253,8 @@ def stage(toc: Path, src_dir: Path) -> None:
             shutil.copy2(page, src_dir / f"{doc}.md")
     for d in dirs - {root}:  # assets beside the chapters (images, data), never pages that are not in the toc
         for f in d.rglob("*"):
-            if f.is_file() and f.suffix not in {".md", ".ipynb", ".pyc"} and ".ipynb_checkpoints" not in f.parts:
+            skip = {".ipynb_checkpoints", "__pycache__", "params"}
+            if f.is_file() and f.suffix not in {".md", ".ipynb"} and not skip & set(f.relative_to(d).parts):
                 dest = src_dir / f.relative_to(root)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(f, dest)
@@ -258,15 +281,9 @@ def run(toc: Path, out: Path, profile_name: str, only: list[str] | None, cli: di
     root, src_dir = toc.parent, out / "src"
     chaps = chapters(toc)
     profile = load_profile(profile_name, root)
-    if cli and not only:
-        raise BookError("-p overrides need a chapter: use `chapter NAME -p ...` or `build --only NAME -p ...`")
     dest = {name: src_dir / src.relative_to(root).with_suffix(".ipynb") for name, src in chaps.items()}
-    todo = list(only) if only else list(chaps)
-    todo += [n for n in chaps if n not in todo and not (reuse and dest[n].exists())]
     with tempfile.TemporaryDirectory(prefix="capshift-book-") as tmp:
-        plan = resolve(chaps, todo, profile, {}, Path(tmp))
-        for name in only or []:
-            plan.update(resolve(chaps, [name], profile, cli, Path(tmp)))
+        plan = make_plan(chaps, only, profile, cli, Path(tmp), skip={n for n in chaps if reuse and dest[n].exists()})
         for name in chaps:
             if name not in plan:
                 stale = chaps[name].stat().st_mtime > dest[name].stat().st_mtime
@@ -306,16 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     toc = args.toc or default_toc()
     out = args.out or toc.resolve().parent / "_build"
     cli = parse_overrides(args.param)
-    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # the kernel must not inherit Agg
     try:
         if args.cmd == "check":
-            chaps = chapters(toc.resolve())
-            if cli and not args.only:
-                raise BookError("-p overrides need --only NAME")
+            profile = load_profile(args.profile, toc.resolve().parent)
             with tempfile.TemporaryDirectory(prefix="capshift-book-") as tmp:
-                prof = load_profile(args.profile, toc.resolve().parent)
-                plan = resolve(chaps, [n for n in chaps if n not in (args.only or [])], prof, {}, Path(tmp))
-                plan.update(resolve(chaps, args.only or [], prof, cli, Path(tmp)))
+                plan = make_plan(chapters(toc.resolve()), args.only, profile, cli, Path(tmp))
             print(json.dumps(plan, indent=1, default=str))
             print(f"[capshift.book] parameters OK for {len(plan)} chapter(s)")
             return 0

@@ -1,0 +1,191 @@
+"""Tests of the executable book: toc/chapters consistency, parameter cells, profiles, the runner, the CI build."""
+import ast
+import io
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import tokenize
+from pathlib import Path
+
+import jupytext
+import nbformat
+import papermill
+import pytest
+import yaml
+
+from capshift import book
+
+ROOT = Path(__file__).resolve().parents[1]
+TOC = ROOT / "_toc.yml"
+REQUIRED_KEYS = """volpi2025leap volpi2024simple volpi2025quacc gonzalez2024binary sebastiani2020evaluation moreo2021quapy
+moreo2025kdey forman2008quantifying bunse2022multiclass lipton2018detecting smith2004sampling saerens2002adjusting
+garg2022leveraging guillory2021predicting kivimaki2025confidence diamond2016cvxpy stellato2020osqp pedregosa2011scikit
+kelly_uci triguero2017keel""".split()
+
+FRONT = textwrap.dedent("""\
+    ---
+    jupytext:
+      text_representation: {extension: .md, format_name: myst, format_version: 0.13}
+    kernelspec: {display_name: Python 3, language: python, name: python3}
+    ---
+    """)
+
+
+def chapter_sources():
+    return book.chapters(TOC)
+
+
+def run_book(*args, cwd=ROOT, timeout=1800):
+    return subprocess.run([sys.executable, "-m", "capshift.book", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def scratch_book(tmp_path, pages: dict[str, str], profile: dict | None = None) -> Path:
+    """A tiny book in tmp_path with the repo's real _config.yml and references.bib; returns its toc."""
+    for f in ("_config.yml", "references.bib"):
+        shutil.copy2(ROOT / f, tmp_path / f)
+    for name, text in pages.items():
+        (tmp_path / "book" / f"{name}.md").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "book" / f"{name}.md").write_text(text)
+    names = list(pages)
+    toc = {"format": "jb-book", "root": f"book/{names[0]}",
+           "chapters": [{"file": f"book/{n}"} for n in names[1:]] + [{"file": "run_record"}]}
+    (tmp_path / "_toc.yml").write_text(yaml.safe_dump(toc))
+    if profile is not None:
+        (tmp_path / "book" / "params").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "book" / "params" / "ci.yml").write_text(yaml.safe_dump(profile))
+    return tmp_path / "_toc.yml"
+
+
+def notebook_page(title, params_src, body="print('ok')"):
+    return FRONT + f"\n# {title}\n\n```{{code-cell}} ipython3\n:tags: [parameters]\n\n{params_src}\n```\n\n" \
+                   f"```{{code-cell}} ipython3\n{body}\n```\n"
+
+
+# ------------------------------------------------------------------------------------------ repository consistency
+def test_toc_matches_book_pages():
+    docs = book.toc_docnames(TOC)
+    assert docs[0] == "book/intro" and docs[-1] == "run_record"
+    for doc in docs:
+        assert doc in book.GENERATED or (ROOT / f"{doc}.md").exists(), f"_toc.yml entry {doc} has no .md file"
+    pages = {f"book/{p.stem}" for p in (ROOT / "book").glob("*.md")}
+    assert pages == set(docs) - book.GENERATED, "every book/*.md must be in _toc.yml and vice versa"
+    assert "book/bibliography" in docs and not book.is_notebook(ROOT / "book/bibliography.md")
+
+
+@pytest.mark.parametrize("src", [p for p in sorted((ROOT / "book").glob("*.md")) if book.is_notebook(p)],
+                         ids=lambda p: p.stem)
+def test_first_code_cell_is_commented_parameters_cell(src, tmp_path):
+    name = src.stem
+    nb = jupytext.read(src)
+    assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), "no outputs may be committed"
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and "parameters" in code[0].metadata.get("tags", []), f"{name}: first code cell must be tagged parameters"
+    source = code[0].source
+    comments = {tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+                if tok.type == tokenize.COMMENT}
+    assigned = []
+    for node in ast.parse(source).body:
+        assert isinstance(node, (ast.Assign, ast.AnnAssign)), f"{name}: only assignments in the parameters cell"
+        assert set(range(node.lineno, node.end_lineno + 1)) & comments, f"{name}: line {node.lineno} needs a comment"
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        assigned += [t.id for t in targets]
+    assert set(assigned) == set(book.declared(src, tmp_path)), f"{name}: papermill must see every parameter"
+
+
+def test_ci_profile_keys_are_declared(tmp_path):
+    profile = book.load_profile("ci", ROOT)
+    chaps = chapter_sources()
+    assert set(profile) <= set(chaps), f"ci.yml names unknown chapters: {set(profile) - set(chaps)}"
+    for name, params in profile.items():
+        declared = papermill.inspect_notebook(str(book.to_ipynb(chaps[name], tmp_path / f"{name}.ipynb")))
+        assert set(params) <= set(declared), f"ci.yml: {name} has no parameter(s) {set(params) - set(declared)}"
+
+
+def test_bibliography_has_required_keys_and_every_cited_key():
+    keys = set(re.findall(r"@\w+\{([^,\s]+),", (ROOT / "references.bib").read_text()))
+    assert set(REQUIRED_KEYS) <= keys, set(REQUIRED_KEYS) - keys
+    cited = set()
+    for md in (ROOT / "book").glob("*.md"):
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", md.read_text()):
+            cited |= {k.strip() for k in group.split(",")}
+    assert cited <= keys, f"cited but not in references.bib: {cited - keys}"
+
+
+def test_config_builds_offline_and_strict():
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert cfg["execute"]["execute_notebooks"] == "off"
+    assert cfg["bibtex_bibfiles"] == ["references.bib"]
+    sphinx = cfg["sphinx"]["config"]
+    assert sphinx["nitpicky"] and sphinx["numfig"] and sphinx["intersphinx_mapping"] == {}
+    assert not cfg["launch_buttons"]["thebe"] and not cfg["launch_buttons"]["binderhub_url"]
+
+
+# ---------------------------------------------------------------------------------------------------- the runner
+def test_overrides_are_parsed_as_yaml():
+    assert book.parse_overrides([["n", "10"], ["c", "svm"], ["x", "0.5"], ["f", "false"]]) == \
+        {"n": 10, "c": "svm", "x": 0.5, "f": False}
+
+
+def test_unknown_parameter_fails_before_execution(tmp_path, capsys):
+    toc = scratch_book(tmp_path, {"intro": notebook_page("A", "n: int = 1  # n\nseed: int = 0  # seed")})
+    out = tmp_path / "_out"
+    assert book.main(["chapter", "intro", "-p", "bogus", "3", "--toc", str(toc), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "'intro'" in err and "bogus" in err and "n, seed" in err
+    assert not out.exists(), "nothing may be executed when a parameter is unknown"
+    assert book.main(["check", "--only", "intro", "-p", "n", "5", "--toc", str(toc)]) == 0
+
+
+def test_unknown_profile_key_is_an_error(tmp_path, capsys):
+    toc = scratch_book(tmp_path, {"intro": notebook_page("A", "n: int = 1  # n")}, profile={"intro": {"m": 2}})
+    assert book.main(["check", "--profile", "ci", "--toc", str(toc)]) == 2
+    assert "m" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("broken", ["See {numref}`fig-missing`.", "See {cite}`nobody1999nothing`.", None])
+def test_build_fails_on_any_warning(tmp_path, broken):
+    page = "# Scratch\n\nA page citing {cite}`volpi2025leap`.\n\n" + (broken or "") + "\n"
+    toc = scratch_book(tmp_path, {"intro": page, "bibliography": "# Bibliography\n\n```{bibliography}\n```\n"})
+    res = run_book("build", "--toc", toc, "--out", tmp_path / "_build", cwd=tmp_path)
+    if broken:
+        assert res.returncode != 0, res.stdout[-2000:]
+    else:
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        assert (tmp_path / "_build/html/index.html").exists()
+
+
+def test_chapter_reexecutes_one_and_reuses_the_rest(tmp_path):
+    pages = {"intro": notebook_page("A", "n: int = 1  # n", "from myst_nb import glue\nglue('nn', n)"),
+             "other": notebook_page("B", "k: int = 2  # k")}
+    toc = scratch_book(tmp_path, pages)
+    out = tmp_path / "_build"
+    res = run_book("build", "--toc", toc, "--out", out, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    other = out / "src/book/other.ipynb"
+    stamp = other.stat().st_mtime_ns
+    res = run_book("chapter", "intro", "-p", "n", "7", "--toc", toc, "--out", out, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert other.stat().st_mtime_ns == stamp, "the other chapter must be reused"
+    nb = nbformat.read(out / "src/book/intro.ipynb", as_version=4)
+    assert nb.metadata.capshift.overrides == {"n": 7}
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and "remove-cell" in injected[0].metadata.tags
+    record = (out / "src/run_record.md").read_text()
+    assert "| `n` | `7` | overridden |" in record and "| `k` | `2` | default |" in record
+
+
+# ------------------------------------------------------------------------------------------- the full CI build
+def test_full_ci_build(tmp_path):
+    """Execute every chapter with the CI profile and build the book nitpicky with warnings as errors."""
+    out = tmp_path / "_build"
+    res = run_book("build", "--profile", "ci", "--out", out)
+    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-5000:]
+    assert (out / "html/index.html").exists()
+    assert (out / "html/run_record.html").exists()
+    assert "_build/html/index.html" in res.stdout
+    for name, src in chapter_sources().items():
+        assert (out / "src" / src.relative_to(ROOT).with_suffix(".ipynb")).exists(), name
