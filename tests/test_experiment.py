@@ -56,3 +56,31 @@ def test_run_many_parallel_equals_serial():
     b = run_many(["iris.2", "wine.1"], n_jobs=2, **kw)
     cols = [c for c in a.columns if c != "seconds"]
     pd.testing.assert_frame_equal(a[cols], b[cols])
+
+
+def test_extra_methods_go_through_predict_batch(monkeypatch):
+    from capshift import experiment
+    from capshift.baselines import Naive
+
+    class AccuracyOnlyNaive(Naive):  # a measure-only method evaluated without the shared path
+        supported_measures = ("accuracy",)
+        tables_from_prevalences = None
+
+    calls = {}
+
+    def factory(h, seed):
+        est = AccuracyOnlyNaive(h)
+        orig = est.predict_batch
+        def spy(samples, measure=None, prevalences=None, posteriors=None):
+            calls["posteriors"] = posteriors
+            return orig(samples, measure, prevalences, posteriors)
+        est.predict_batch = spy
+        return est
+
+    monkeypatch.setitem(experiment.EXTRA_METHODS, "AccNaive", factory)
+    df = run_experiment("iris.2", methods=("Naive", "AccNaive"), n_samples=4, sample_size=20,
+                        measures=("accuracy", "f1"), progress=False)
+    assert set(df[df.method == "AccNaive"]["measure"]) == {"accuracy"}  # no f1 rows
+    a = df[(df.measure == "accuracy")].pivot(index="sample", columns="method", values="predicted")
+    np.testing.assert_allclose(a["AccNaive"], a["Naive"])
+    assert len(calls["posteriors"]) == 4 and calls["posteriors"][0].shape == (20, 2)

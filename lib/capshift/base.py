@@ -116,13 +116,29 @@ class CAPEstimator(BaseEstimator):
         self._check_measure(measure)
         return float(get_measure(measure)(self.predict_table(X, prevalence)))
 
+    def predict_batch(self, samples, measure=None, prevalences=None, posteriors=None) -> np.ndarray:
+        """Estimated ``measure`` for each of k samples, shape (k,).
+
+        ``posteriors``: optional list of h's posterior matrices, one (m_k, n) array per sample,
+        precomputed by the caller (the experiment runner computes them once for the whole test
+        pool); methods that work from posteriors use them instead of calling h again. The default
+        applies the measure to :meth:`predict_table_batch`; measure-only methods override it.
+        """
+        measure = self.measure if measure is None else measure
+        self._check_measure(measure)
+        return np.asarray(get_measure(measure)(self.predict_table_batch(samples, prevalences)), dtype=float)
+
+    def supports(self, measure) -> bool:
+        """Whether the method can estimate ``measure`` (False for measure-only methods asked for others)."""
+        return self.supported_measures is None or measure in self.supported_measures
+
     def _predict_tables(self, samples, prevalences):
         raise NotImplementedError
 
     # -- helpers --------------------------------------------------------------------------------
     def _check_measure(self, measure):
         get_measure(measure)
-        if self.supported_measures is not None and measure not in self.supported_measures:
+        if not self.supports(measure):
             raise ValueError(f"{type(self).__name__} only estimates {list(self.supported_measures)}, "
                              f"not {measure!r}")
 

@@ -10,7 +10,11 @@ shares its estimate (LEAP-family methods get ``(gamma, q-hat)`` through
 
 Methods are named as in the paper's tables: ``Naive`` and ``<variant>_<quantifier>`` with variant
 ``S-LEAP``, ``LEAP`` or ``O-LEAP`` and quantifier ``ACC``, ``KDEy``, ``CC``, ``SLD`` or ``oracle``
-(e.g. ``LEAP_ACC``, ``O-LEAP_KDEy``, ``S-LEAP_oracle``).
+(e.g. ``LEAP_ACC``, ``O-LEAP_KDEy``, ``S-LEAP_oracle``), plus every name in :data:`EXTRA_METHODS`
+(factories ``(classifier, random_state) -> estimator`` that other modules register, e.g. the
+baselines). Methods without the shared ``tables_from_prevalences`` path are evaluated through
+``predict_batch`` with h's posteriors on each sample, sliced from one ``predict_proba`` of U;
+a method asked for a measure it does not support (``supports``) gets no rows for that measure.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ from .leap import LEAP, OLEAP, SLEAP
 from .quantifiers import Quantifier
 from .tables import contingency_table, get_measure
 
-__all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "make_classifier", "make_method", "run_experiment",
+__all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "EXTRA_METHODS", "make_classifier", "make_method", "run_experiment",
            "run_many", "summarise"]
 
 #: Classifier names of the LEAP paper (Sect. 5.4): scikit-learn defaults, k = 10 for kNN, RBF SVM
@@ -51,6 +55,9 @@ CLASSIFIERS = {
 DEFAULT_METHODS = ("Naive", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy")
 
 _VARIANTS = {"S-LEAP": SLEAP, "LEAP": LEAP, "O-LEAP": OLEAP}
+
+#: Further methods by name: ``name -> factory(classifier, random_state) -> unfitted CAPEstimator``.
+EXTRA_METHODS: dict = {}
 _QUANTIFIER_NAMES = {"acc": "acc", "kdey": "kdey", "cc": "cc", "sld": "sld", "oracle": "oracle"}
 
 
@@ -65,6 +72,8 @@ def _parse_method(name: str):
     """('Naive', None) or (estimator class, quantifier key) for a method name."""
     if name == "Naive":
         return Naive, None
+    if name in EXTRA_METHODS:
+        return EXTRA_METHODS[name], None
     variant, sep, quant = name.rpartition("_")
     if not sep or variant not in _VARIANTS or quant.lower() not in _QUANTIFIER_NAMES:
         raise ValueError(f"unknown method {name!r}: use 'Naive' or '<S-LEAP|LEAP|O-LEAP>_<ACC|KDEy|CC|SLD|oracle>'")
@@ -76,6 +85,8 @@ def make_method(name: str, classifier, quantifier=None, solver="osqp", random_st
     cls, qname = _parse_method(name)
     if cls is Naive:
         return Naive(classifier, random_state=random_state)
+    if qname is None:
+        return cls(classifier, random_state)
     return cls(classifier, quantifier=qname if quantifier is None else quantifier, solver=solver,
                random_state=random_state)
 
@@ -150,18 +161,30 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
             secs[s] = time.perf_counter() - t0
         quantifiers[qname], q_hat[qname], q_secs[qname] = quant, est, secs
 
+    post_U = h.predict_proba(split.X_U) if hasattr(h, "predict_proba") else None
     rows = []
     for name, cls, qname in tqdm(specs, desc=f"{split.name}: methods", disable=not progress, leave=False):
         est = make_method(name, h, quantifier=quantifiers.get(qname), solver=solver, random_state=seed)
-        est.fit(split.X_V, split.y_V)
-        t0 = time.perf_counter()
-        tables = est.tables_from_prevalences(gamma, q_hat.get(qname, true_prev))
-        secs = (time.perf_counter() - t0) / k + q_secs.get(qname, 0.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est.fit(split.X_V, split.y_V)
+        predictions = {}
+        if getattr(est, "tables_from_prevalences", None) is not None:  # shared (gamma, q-hat) path
+            t0 = time.perf_counter()
+            tables = est.tables_from_prevalences(gamma, q_hat.get(qname, true_prev))
+            secs = (time.perf_counter() - t0) / k + q_secs.get(qname, 0.0)
+            predictions = {m: get_measure(m)(tables) for m in measures}
+        else:
+            samples = [split.X_U[i] for i in idx]
+            post = None if post_U is None else [post_U[i] for i in idx]
+            t0 = time.perf_counter()
+            predictions = {m: est.predict_batch(samples, m, prevalences=true_prev, posteriors=post)
+                           for m in measures if est.supports(m)}
+            secs = (time.perf_counter() - t0) / (k * max(1, len(predictions)))
         secs = np.broadcast_to(secs, (k,))
         paths = getattr(est, "paths_", np.full(k, "", dtype=object))
-        for m in measures:
-            f = get_measure(m)
-            true_v, pred_v = f(true_tables), f(tables)
+        for m, pred_v in predictions.items():
+            true_v = get_measure(m)(true_tables)
             for s in range(k):
                 rows.append((split.name, classifier, name, s, tuple(np.round(true_prev[s], 6)), float(shift[s]),
                              m, float(true_v[s]), float(pred_v[s]), float(abs(true_v[s] - pred_v[s])),
