@@ -32,7 +32,7 @@ from sklearn.svm import SVC
 from sklearn.ensemble import RandomForestClassifier
 from tqdm import tqdm
 
-from . import datasets, protocols
+from . import baselines, datasets, protocols
 from .baselines import Naive
 from .leap import LEAP, OLEAP, SLEAP
 from .quantifiers import Quantifier
@@ -56,8 +56,11 @@ DEFAULT_METHODS = ("Naive", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy
 
 _VARIANTS = {"S-LEAP": SLEAP, "LEAP": LEAP, "O-LEAP": OLEAP}
 
-#: Further methods by name: ``name -> factory(classifier, random_state) -> unfitted CAPEstimator``.
+#: Further methods by name: ``name -> factory(classifier, random_state) -> unfitted CAPEstimator``,
+#: gathered from the ``METHODS`` dict of the method modules (:mod:`capshift.baselines`, ...).
 EXTRA_METHODS: dict = {}
+for _module in (baselines,):
+    EXTRA_METHODS.update(getattr(_module, "METHODS", {}))
 _QUANTIFIER_NAMES = {"acc": "acc", "kdey": "kdey", "cc": "cc", "sld": "sld", "oracle": "oracle"}
 
 
