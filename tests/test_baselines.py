@@ -1,9 +1,12 @@
-"""Naive baseline: V's table for every sample (IID assumption)."""
+"""CAP baselines: Naive, ATC, DoC, DS, NN, CBPE, COT/Q-COT, RCA/RCA* (capshift.baselines)."""
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
+from sklearn.svm import SVC
 
-from capshift.baselines import Naive
+from capshift import baselines
+from capshift.baselines import (ATC, CBPE, COT, DS, NN, RCA, DoC, Naive, RCAStar, atc_threshold, cbpe_table,
+                                cot_accuracy, dispersion_score, max_confidence, nuclear_norm_score)
 from capshift.tables import accuracy, contingency_table
 
 
@@ -19,3 +22,167 @@ def test_naive_predicts_validation_table():
     assert est.tables_from_prevalences(np.full((3, 2), 0.5)).shape == (3, 2, 2)
     with pytest.raises(Exception, match="not fitted"):
         Naive(h).predict(X)
+
+
+# -- a large synthetic 3-class problem ----------------------------------------------------------
+def _gaussians(m, rng, prev=(1 / 3, 1 / 3, 1 / 3)):
+    y = rng.choice(3, size=m, p=prev)
+    centres = np.array([[0.0, 0.0], [1.6, 0.0], [0.8, 1.4]])
+    return centres[y] + rng.normal(size=(m, 2)), y
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(1)
+    X_L, y_L = _gaussians(2000, rng)
+    X_V, y_V = _gaussians(3000, rng)
+    X_U, y_U = _gaussians(4000, rng)
+    h = LogisticRegression().fit(X_L, y_L)
+    return h, X_V, y_V, X_U, y_U
+
+
+@pytest.mark.parametrize("name", sorted(baselines.METHODS))
+def test_iid_accuracy_estimates_are_close(problem, name):
+    # 40 IID test samples of 100 items (the validation-sample size of the regression baselines). The
+    # accuracy of one sample has standard error se1 = sqrt(a(1-a)/100) (about 0.046); a method that
+    # predicts the expected accuracy has a mean AE of about 0.8 se1, so we require < 1.5 se1, and its
+    # mean estimate over the 40 samples must be within 3 standard errors of the pooled accuracy
+    # (sqrt(a(1-a)/4000), about 0.007) plus 0.01 for the method's own fitting error on V.
+    h, X_V, y_V, X_U, y_U = problem
+    est = baselines.METHODS[name](h, 0).fit(X_V, y_V)
+    samples = [np.arange(k * 100, (k + 1) * 100) for k in range(40)]
+    true = np.array([np.mean(h.predict(X_U[s]) == y_U[s]) for s in samples])
+    pred = est.predict_batch([X_U[s] for s in samples], "accuracy",
+                             posteriors=[h.predict_proba(X_U[s]) for s in samples])
+    a = true.mean()
+    se1, se_all = np.sqrt(a * (1 - a) / 100), np.sqrt(a * (1 - a) / 4000)
+    assert np.mean(np.abs(pred - true)) < 1.5 * se1, (name, pred, true)
+    assert abs(pred.mean() - a) < 3 * se_all + 0.01, (name, pred.mean(), a)
+
+
+def test_atc_threshold_reproduces_validation_accuracy(problem):
+    h, X_V, y_V, *_ = problem
+    for score in ("maxconf", "neg_entropy"):
+        est = ATC(h, score=score).fit(X_V, y_V)
+        assert est.predict(X_V) == np.mean(h.predict(X_V) == y_V)  # exact: the scores are distinct
+    s = np.array([0.9, 0.6, 0.8, 0.7, 0.55])
+    assert atc_threshold(s, np.array([1, 0, 1, 0, 1], bool)) == 0.7
+    assert atc_threshold(s, np.zeros(5, bool)) == np.inf
+
+
+def test_atc_is_accuracy_only(problem):
+    h, X_V, y_V, X_U, _ = problem
+    est = ATC(h).fit(X_V, y_V)
+    assert est.supports("accuracy") and est.supports("acc") and not est.supports("f1")
+    with pytest.raises(ValueError, match="only estimates"):
+        est.predict(X_U[:50], measure="f1")
+    with pytest.raises(ValueError, match="only estimates"):
+        ATC(h, measure="f1").fit(X_V, y_V)
+    with pytest.raises(ValueError, match="only estimates"):
+        COT(h, quantifier=None).fit(X_V, y_V).predict_batch([X_U[:50]], "macro_f1")
+
+
+def test_nuclear_norm_score_by_hand():
+    # one-hot rows spread evenly over both classes: singular values sqrt(2), sqrt(2) -> the maximum, 1
+    P = np.array([[1, 0], [0, 1], [1, 0], [0, 1.0]])
+    assert nuclear_norm_score(P) == pytest.approx((2 * np.sqrt(2)) / np.sqrt(4 * 2))
+    assert nuclear_norm_score(P) == pytest.approx(1.0)
+    # uniform rows: rank 1, singular value ||P||_F = sqrt(4 * 0.5) -> sqrt(2) / sqrt(8) = 0.5
+    assert nuclear_norm_score(np.full((4, 2), 0.5)) == pytest.approx(0.5)
+    # all items one-hot on one class: rank 1, sigma = 2 -> 2 / sqrt(8)
+    assert nuclear_norm_score(np.array([[1, 0.0]] * 4)) == pytest.approx(2 / np.sqrt(8))
+
+
+def test_dispersion_score_by_hand():
+    Z = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [4.0, 2.0]])
+    y = np.array([0, 0, 1, 1])
+    # mu = (1.5, 1); mu_0 = (1, 0), mu_1 = (2, 2); sum m_k ||mu_k - mu||^2 = 2 * 1.25 + 2 * 1.25 = 5; n - 1 = 1
+    assert dispersion_score(Z, y, 2) == pytest.approx(np.log(5.0))
+    # three classes, one never predicted: same sum, divided by n - 1 = 2
+    assert dispersion_score(Z, y, 3) == pytest.approx(np.log(2.5))
+    assert np.isfinite(dispersion_score(Z, np.zeros(4, int), 2))  # one predicted class: floored, finite
+
+
+def test_cbpe_recovers_expected_table_with_calibrated_posteriors():
+    rng = np.random.default_rng(3)
+    m, n = 200_000, 3
+    P = rng.dirichlet([0.7, 0.7, 0.7], size=m)  # posteriors first ...
+    y = (P.cumsum(axis=1) > rng.random((m, 1))).argmax(axis=1)  # ... then labels drawn from them
+    y_pred = P.argmax(axis=1)
+    C_hat = cbpe_table(P, y_pred, n)
+    assert C_hat.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(C_hat.sum(axis=0), np.bincount(y_pred, minlength=n) / m)
+    # E[C_true] = C_hat: each cell is a mean of m Bernoulli-like terms, standard error <= 0.5 / sqrt(m)
+    np.testing.assert_allclose(contingency_table(y, y_pred, n), C_hat, atol=4 * 0.5 / np.sqrt(m))
+
+
+def test_qcot_with_true_prevalence_on_one_hot_posteriors():
+    # one-hot posteriors: COT's cost is the L1 mass h must move between its predicted classes and the
+    # labels, so 1 - cost = sum_k min(gamma_k, q_k); it equals the accuracy when every error of a class
+    # goes to classes that h over-predicts, as here (class-0 items predicted as 1).
+    y = np.array([0] * 50 + [1] * 30 + [2] * 20)
+    y_pred = y.copy(); y_pred[:12] = 1
+    P = np.eye(3)[y_pred]
+    q = np.bincount(y, minlength=3) / 100
+    assert cot_accuracy(P, q) == pytest.approx(np.mean(y == y_pred), abs=1e-12)
+    # and through the estimator, with the oracle quantifier given the true prevalence
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2)); yy = rng.integers(0, 3, 300)
+    h = LogisticRegression().fit(X, yy)
+    est = COT(h, quantifier="oracle").fit(X, yy)
+    got = est.predict_batch([np.zeros((100, 2))], prevalences=q[None], posteriors=[P])
+    assert got[0] == pytest.approx(0.88)
+    # errors that cancel out in the counts are invisible to COT: its estimate is then an upper bound
+    y_pred2 = y.copy(); y_pred2[:5] = 1; y_pred2[50:55] = 0
+    assert cot_accuracy(np.eye(3)[y_pred2], q) == pytest.approx(1.0)
+    assert np.mean(y == y_pred2) == pytest.approx(0.9)
+
+
+def test_regression_baselines_use_given_posteriors_and_any_measure(problem):
+    h, X_V, y_V, X_U, y_U = problem
+    for cls in (DoC, DS, NN):
+        est = cls(h, n_val_samples=30, random_state=0).fit(X_V, y_V)
+        assert est.val_tables_.shape == (30, 3, 3) and est.val_scores_.shape == (30,)
+        f1 = est.predict_batch([X_U[:100]], "macro_f1")
+        assert f1.shape == (1,) and 0 <= f1[0] <= 1
+        # the caller's posteriors are used instead of h's: a different matrix changes the estimate
+        P_fake = np.tile([0.98, 0.01, 0.01], (100, 1))
+        assert est.predict_batch([X_U[:100]], posteriors=[P_fake])[0] != est.predict_batch([X_U[:100]])[0]
+    a = DoC(h, random_state=0).fit(X_V, y_V).predict(X_U[:100])
+    assert a == DoC(h, random_state=0).fit(X_V, y_V).predict(X_U[:100])  # deterministic given the seed
+
+
+def test_rca_table_and_rca_star(problem):
+    h, X_V, y_V, X_U, y_U = problem
+    C = RCA(h).fit(X_V, y_V).predict_table(X_U[:300])
+    assert C.shape == (3, 3) and C.sum() == pytest.approx(1.0)
+    est = RCAStar(h, n_val_samples=20, random_state=0).fit(X_V, y_V)
+    assert est.supports("f1") and 0 <= est.predict(X_U[:100], "f1") <= 1
+
+
+def test_bad_input(problem):
+    h, X_V, y_V, X_U, _ = problem
+    est = DoC(h, n_val_samples=20, random_state=0).fit(X_V, y_V)
+    with pytest.raises(ValueError, match="fewer than the 3 classes"):
+        est.predict(X_U[:2])
+    bad = np.full((50, 3), 0.5)
+    with pytest.raises(ValueError, match="sum to 1"):
+        est.predict_batch([X_U[:50]], posteriors=[bad])
+    with pytest.raises(ValueError, match="one matrix per sample"):
+        est.predict_batch([X_U[:50], X_U[50:100]], posteriors=[h.predict_proba(X_U[:50])])
+    svc = SVC().fit(X_V[:300], y_V[:300])  # no predict_proba without probability=True
+    for cls in (ATC, DoC, DS, NN, CBPE, COT, RCA, RCAStar):
+        with pytest.raises(TypeError, match="predict_proba"):
+            cls(svc).fit(X_V, y_V)
+    with pytest.raises(ValueError, match="score must be"):
+        ATC(h, score="margin").fit(X_V, y_V)
+    with pytest.raises(ValueError, match="val_sample_size"):
+        NN(h, val_sample_size=2).fit(X_V, y_V)
+    with pytest.raises(TypeError, match="estimates measures directly"):
+        ATC(h).fit(X_V, y_V).predict_table(X_U[:50])
+
+
+def test_methods_registry_names():
+    assert {"ATC", "ATC-NE", "DoC", "DS", "NN", "SLD-CBPE", "Q-COT", "COT", "RCA", "RCA*"} <= set(baselines.METHODS)
+    h = LogisticRegression().fit(np.eye(2), [0, 1])
+    assert not ATC(h).supports("f1") and CBPE(h).supports("f1") and max_confidence(np.eye(2)).tolist() == [1, 1]

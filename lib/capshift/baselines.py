@@ -1,17 +1,343 @@
-"""CAP baselines the LEAP family is compared against.
+"""The CAP baselines the LEAP family is compared against: Naive, ATC, DoC, DS, NN, CBPE, COT/Q-COT, RCA/RCA*.
 
-So far: :class:`Naive`, the IID assumption (LEAP 2025, Sect. 5.5): the classifier's table on the
-validation set V is taken as its table on any test sample, so every measure is V's measure.
+Every class follows the :class:`capshift.base.CAPEstimator` API (constructor stores parameters,
+``fit(X_val, y_val)``, ``predict``/``predict_batch``) and is registered by the LEAP paper's name in
+:data:`METHODS` (``name -> factory(classifier, random_state) -> unfitted estimator``), which the
+experiment runner reads:
+
+- ``Naive``: V's table for every sample (IID assumption; LEAP 2025, Sect. 5.5).
+- ``ATC``, ``ATC-NE``: average thresholded confidence, max-confidence and negative-entropy scores
+  (Garg et al., ICLR 2022). Accuracy only.
+- ``DoC``: difference of confidences, a regressor on validation samples (Guillory et al., ICCV 2021).
+- ``DS``: dispersion score (Xie et al., NeurIPS 2023) and ``NN``: normalised nuclear norm of the
+  posterior matrix (Deng et al., ICML 2023), each with a regressor from the score to the measure
+  trained on validation samples (LEAP 2025, Sect. 5.5).
+- ``CBPE``: confidence-based performance estimation (Kivimäki et al. 2025) on h's posteriors;
+  ``SLD-CBPE``: the same after a PPS calibration, BCTS temperature scaling followed by the SLD/EMQ
+  posterior adjustment (Alexandari et al. 2020; Saerens et al. 2002), standing in for the LasCal
+  calibration (Popordanoska et al., NeurIPS 2024) of the LEAP paper's L-CBPE (see :class:`CBPE`).
+- ``COT``: confidence optimal transport (Lu et al., NeurIPS 2023), and ``Q-COT``, the LEAP paper's
+  PPS adaptation with a KDEy estimate of the test prevalence (LEAP 2025, Sect. 5.5). Accuracy only.
+- ``RCA``, ``RCA*``: reverse classification accuracy and its regressor variant (Elsahar & Gallé,
+  EMNLP 2019).
+
+Conventions. h's decision on an item is the arg-max of its posteriors when the caller passes
+posteriors (the runner does, so that h is applied once per test pool); for the scikit-learn
+classifiers of :data:`capshift.experiment.CLASSIFIERS` other than the SVM this equals
+``h.predict``. Posterior matrices are float arrays (m, n) whose rows sum to 1 (within 1e-6). Every
+random choice (splits of V, validation samples) is seeded by ``random_state``.
 """
 from __future__ import annotations
 
 import numpy as np
+import ot
+from quapy.method.aggregative import EMQ
+from sklearn.base import clone
+from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
 
-from .base import CAPEstimator
+from . import protocols
+from .base import CAPEstimator, check_classifier, check_sample
+from .quantifiers import Quantifier, check_prevalence
+from .tables import contingency_table, get_measure
 
-__all__ = ["Naive"]
+__all__ = ["Naive", "ATC", "DoC", "DS", "NN", "CBPE", "COT", "RCA", "RCAStar", "METHODS",
+           "check_posteriors", "max_confidence", "negative_entropy", "atc_threshold", "dispersion_score",
+           "nuclear_norm_score", "cbpe_table", "cot_accuracy"]
+
+_ACC = ("accuracy",)
 
 
+# ---------------------------------------------------------------------------------------------
+# score functions
+# ---------------------------------------------------------------------------------------------
+def check_posteriors(P, n_classes: int | None = None, name: str = "posteriors", atol: float = 1e-6) -> np.ndarray:
+    """Validate a posterior matrix: float (m, n), finite, in [0, 1], rows summing to 1 (within ``atol``).
+
+    Returns it as a float ndarray. Raises ValueError naming ``name`` (wrong shape, NaN, negative
+    entries, rows not summing to 1: pass ``classifier.predict_proba(X)``, not scores or logits).
+    """
+    P = np.asarray(P, dtype=float)
+    if P.ndim != 2 or P.shape[0] < 1 or (n_classes is not None and P.shape[1] != n_classes):
+        want = "(m, n)" if n_classes is None else f"(m, {n_classes})"
+        raise ValueError(f"{name} must be a non-empty 2-d array of shape {want}, got shape {P.shape}")
+    if not np.all(np.isfinite(P)) or P.min() < -atol or P.max() > 1 + atol:
+        raise ValueError(f"{name} must hold finite probabilities in [0, 1]; got values in "
+                         f"[{np.nanmin(P):.3g}, {np.nanmax(P):.3g}]")
+    sums = P.sum(axis=1)
+    if not np.allclose(sums, 1.0, atol=atol):
+        raise ValueError(f"{name} rows must sum to 1 (posterior probabilities), got row sums in "
+                         f"[{sums.min():.6g}, {sums.max():.6g}]; pass classifier.predict_proba(X), not "
+                         "decision scores or logits")
+    return np.clip(P, 0.0, 1.0)
+
+
+def max_confidence(P) -> np.ndarray:
+    """Max-confidence score of each item, ``max_k P[i, k]``: float (m,) in [1/n, 1] (ATC-MC, Garg et al. 2022, Sect. 3)."""
+    return np.asarray(P, dtype=float).max(axis=1)
+
+
+def negative_entropy(P) -> np.ndarray:
+    """Negative Shannon entropy (nats) of each row, ``sum_k P log P`` (0 log 0 = 0): float (m,) in [-log n, 0]
+    (ATC-NE, Garg et al. 2022, Sect. 3)."""
+    P = np.asarray(P, dtype=float)
+    return np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0).sum(axis=1)
+
+
+def atc_threshold(scores, correct) -> float:
+    """ATC threshold t: the fraction of items with ``score >= t`` equals the fraction of ``correct`` items.
+
+    ``scores`` float (m,), ``correct`` bool (m,). With k correct items out of m, t is the (m-k+1)-th
+    smallest score, so exactly k scores are >= t when the scores are distinct (ties at t can only
+    add items); t = +inf when k = 0. Garg et al., ICLR 2022, Eq. 1 (the authors' code picks the
+    same point by minimising |false positives - false negatives| along the sorted scores).
+    """
+    s = np.sort(np.asarray(scores, dtype=float))
+    k = int(np.count_nonzero(correct))
+    if k == 0:
+        return float("inf")
+    return float(s[len(s) - k])
+
+
+def dispersion_score(Z, y_pred, n_classes: int, floor: float = 1e-12) -> float:
+    """Dispersion score of a sample (Xie et al., NeurIPS 2023, Eq. 3).
+
+    ``S = log( sum_k m_k ||mu_k - mu||^2 / (n - 1) )`` with ``mu`` the mean of the feature rows ``Z``
+    (m, d), ``mu_k`` the mean of the rows pseudo-labelled k by ``y_pred`` (m,) int in 0..n-1 and
+    ``m_k`` their number (classes nobody is assigned to contribute 0). The sum is floored at
+    ``floor`` before the log so that a sample assigned to one class only gets a finite score.
+    Returns a float.
+    """
+    Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=float)
+    y_pred = np.asarray(y_pred)
+    if Z.ndim != 2 or y_pred.shape != (Z.shape[0],):
+        raise ValueError(f"Z must be (m, d) and y_pred (m,), got {Z.shape} and {y_pred.shape}")
+    mu = Z.mean(axis=0)
+    counts = np.bincount(y_pred, minlength=n_classes)
+    sums = np.zeros((n_classes, Z.shape[1]))
+    np.add.at(sums, y_pred, Z)
+    present = counts > 0
+    mu_k = sums[present] / counts[present, None]
+    between = float((counts[present] * ((mu_k - mu) ** 2).sum(axis=1)).sum())
+    return float(np.log(max(between / (n_classes - 1), floor)))
+
+
+def nuclear_norm_score(P) -> float:
+    """Normalised nuclear norm of a posterior matrix P (m, n): ``||P||_* / sqrt(m * min(m, n))``, in (0, 1].
+
+    Deng et al., ICML 2023, Eq. 4 (the normaliser is the largest nuclear norm a matrix with
+    rows on the simplex can have: ``||P||_* <= sqrt(rank) ||P||_F <= sqrt(min(m, n) m)``, reached by
+    one-hot rows spread evenly over the classes). Returns a float.
+    """
+    P = np.asarray(P, dtype=float)
+    m, n = P.shape
+    return float(np.linalg.svd(P, compute_uv=False).sum() / np.sqrt(m * min(m, n)))
+
+
+def cbpe_table(P, y_pred, n_classes: int) -> np.ndarray:
+    """CBPE contingency table (Kivimäki et al. 2025, Sect. 3): ``C[i, j] = (1/m) sum_{x: h(x)=j} P[x, i]``.
+
+    Column j is the mean calibrated posterior of the items predicted as j, times the fraction
+    ``m_j / m`` of the sample predicted as j, so the table sums to 1 and its column sums are h's
+    predicted prevalence. ``P`` float (m, n) rows summing to 1, ``y_pred`` int (m,). Returns float
+    (n, n), rows true, columns predicted (the LEAP authors' code normalises each column to 1
+    instead, which turns the trace into the mean precision; not done here).
+    """
+    P = np.asarray(P, dtype=float)
+    onehot = np.eye(n_classes)[np.asarray(y_pred)]
+    return P.T @ onehot / P.shape[0]
+
+
+def cot_accuracy(P, label_prev) -> float:
+    """COT accuracy estimate (Lu et al., NeurIPS 2023, Sect. 3): one minus the optimal transport cost.
+
+    Earth mover's distance between the empirical distribution of the posterior rows of ``P``
+    (m, n; mass 1/m each) and the label distribution ``sum_k label_prev[k] * e_k`` (one-hot
+    vectors), with cost ``||p - e_k||_inf = 1 - p_k`` (for p on the simplex, = ``||p - e_k||_1 / 2``);
+    solved exactly with POT's ``ot.emd2``. ``label_prev`` (n,) sums to 1. Returns a float in [0, 1].
+    """
+    P = np.asarray(P, dtype=float)
+    b = np.asarray(label_prev, dtype=float)
+    b = b / b.sum()
+    a = np.full(P.shape[0], 1.0 / P.shape[0])
+    cost = float(ot.emd2(a, b, 1.0 - P))
+    return float(np.clip(1.0 - cost, 0.0, 1.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# shared machinery
+# ---------------------------------------------------------------------------------------------
+def _seed(random_state) -> int:
+    """A non-negative int seed from an int / None / RandomState (scikit-learn's convention)."""
+    return int(check_random_state(random_state).randint(0, 2**31 - 1)) if not isinstance(
+        random_state, (int, np.integer)) else int(random_state)
+
+
+class _PosteriorBaseline(CAPEstimator):
+    """Base of the baselines that work from h's posteriors; subclasses implement ``_predict_values``
+    (a measure per sample) or set ``_table_method`` and implement ``_tables``."""
+
+    _table_method = False
+
+    def fit(self, X_val, y_val):
+        """Fit on V: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n-1. Returns self.
+
+        Raises TypeError if the classifier has no ``predict_proba``; ValueError for an unsupported
+        measure or bad V.
+        """
+        check_classifier(self.classifier, need_proba=True)
+        return super().fit(X_val, y_val)
+
+    def _fit(self, X_val, y_val):
+        self.val_post_ = check_posteriors(self.classifier.predict_proba(X_val), self.n_classes_,
+                                          "classifier.predict_proba(X_val)")
+        self._fit_posteriors(X_val, np.asarray(y_val), self.val_post_)
+
+    def _fit_posteriors(self, X_val, y_val, P_val):
+        pass
+
+    # -- prediction ---------------------------------------------------------------------------
+    def _sample_posteriors(self, samples, posteriors):
+        n = self.n_classes_
+        for i, X in enumerate(samples):
+            if X.shape[0] < n:
+                raise ValueError(f"samples[{i}] has {X.shape[0]} items, fewer than the {n} classes: "
+                                 f"{type(self).__name__} needs test samples of at least n_classes items "
+                                 "(use larger samples)")
+        if posteriors is None:
+            return [check_posteriors(self.classifier.predict_proba(X), n, f"predict_proba(samples[{i}])")
+                    for i, X in enumerate(samples)]
+        if len(posteriors) != len(samples):
+            raise ValueError(f"posteriors must hold one matrix per sample: got {len(posteriors)} for "
+                             f"{len(samples)} samples")
+        out = []
+        for i, (X, P) in enumerate(zip(samples, posteriors)):
+            P = check_posteriors(P, n, f"posteriors[{i}]")
+            if P.shape[0] != X.shape[0]:
+                raise ValueError(f"posteriors[{i}] has {P.shape[0]} rows but samples[{i}] has {X.shape[0]} items")
+            out.append(P)
+        return out
+
+    def predict(self, X, measure=None, prevalence=None) -> float:
+        """Estimated ``measure`` (default: the constructor's) of h on the sample ``X`` (m, d), a float."""
+        prev = None if prevalence is None else np.asarray(prevalence, dtype=float)[None]
+        return float(self.predict_batch([X], measure, prev)[0])
+
+    def predict_batch(self, samples, measure=None, prevalences=None, posteriors=None) -> np.ndarray:
+        """Estimated ``measure`` for each of k samples, float (k,).
+
+        ``posteriors``: optional list of h's posterior matrices (m_k, n), one per sample (used
+        instead of calling h again). ``prevalences`` (k, n) is ignored except by oracle variants.
+        Raises ValueError for an unsupported measure, samples with fewer items than classes,
+        posteriors of the wrong shape or not summing to 1; NotFittedError before ``fit``.
+        """
+        measure = self.measure if measure is None else measure
+        self._check_fitted()
+        self._check_measure(measure)
+        samples = [check_sample(X, f"samples[{i}]") for i, X in enumerate(samples)]
+        post = self._sample_posteriors(samples, posteriors)
+        if prevalences is not None:
+            prevalences = check_prevalence(np.asarray(prevalences, dtype=float).reshape(len(samples), -1),
+                                           self.n_classes_, "prevalences")
+        if self._table_method:
+            return np.asarray(get_measure(measure)(self._tables(samples, post, prevalences)), dtype=float)
+        return np.asarray(self._predict_values(samples, post, measure, prevalences), dtype=float)
+
+    def _predict_tables(self, samples, prevalences):
+        if not self._table_method:
+            raise TypeError(f"{type(self).__name__} estimates measures directly, not contingency tables: use "
+                            "predict or predict_batch")
+        return self._tables(samples, self._sample_posteriors(samples, None), prevalences)
+
+    def supports(self, measure) -> bool:
+        """Whether the method can estimate ``measure`` (names and aliases, e.g. "acc", are resolved)."""
+        if self.supported_measures is None:
+            return True
+        f = get_measure(measure)
+        return any(f is get_measure(m) for m in self.supported_measures)
+
+
+class _RegressionBaseline(_PosteriorBaseline):
+    """Regressor from a sample score to the measure, trained on UPP samples drawn from V (DoC, DS, NN, RCA*).
+
+    Subclasses implement ``_score(X, P)`` -> float and may override ``_features``/``_target``.
+    The validation samples are drawn at fit time from ``pool_`` (a part of V) with
+    :func:`capshift.protocols.upp_indices`; their tables are stored so that a regressor for any
+    measure is trained (once, then cached in ``regressors_``) the first time it is asked for.
+    """
+
+    _split_v = False  # True: keep half of V (stratified) as the reference set, draw samples from the rest
+
+    def __init__(self, classifier, measure="accuracy", n_val_samples=100, val_sample_size=100, regressor=None,
+                 clip=True, random_state=None):
+        super().__init__(classifier, measure, random_state)
+        self.n_val_samples = n_val_samples
+        self.val_sample_size = val_sample_size
+        self.regressor = regressor
+        self.clip = clip
+
+    def _fit_posteriors(self, X_val, y_val, P_val):
+        n = self.n_classes_
+        for arg in ("n_val_samples", "val_sample_size"):
+            v = getattr(self, arg)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 2:
+                raise ValueError(f"{arg} must be an int >= 2, got {v!r}")
+        if self.val_sample_size < n:
+            raise ValueError(f"val_sample_size={self.val_sample_size} is smaller than the {n} classes; use at least "
+                             f"{n} items per validation sample")
+        seed = _seed(self.random_state)
+        idx = np.arange(len(y_val))
+        if self._split_v:
+            if np.bincount(y_val, minlength=n).min() < 2:
+                raise ValueError("every class needs at least 2 items in V to split it into a reference part and a "
+                                 "part that validation samples are drawn from")
+            ref, pool = train_test_split(idx, test_size=0.5, stratify=y_val, random_state=seed)
+        else:
+            ref, pool = idx, idx
+        self.ref_idx_, self.pool_idx_ = ref, pool
+        self._fit_reference(X_val, y_val, P_val, ref)
+        samples = protocols.upp_indices(y_val[pool], self.val_sample_size, self.n_val_samples, seed, n_classes=n)
+        scores, tables = [], []
+        for s in samples:
+            rows = pool[s]
+            scores.append(self._score(X_val[rows], P_val[rows]))
+            tables.append(contingency_table(y_val[rows], P_val[rows].argmax(axis=1), n))
+        self.val_scores_ = np.asarray(scores, dtype=float)
+        self.val_tables_ = np.stack(tables)
+        self.regressors_ = {}
+
+    def _fit_reference(self, X_val, y_val, P_val, ref):
+        pass
+
+    def _regressor_for(self, measure):
+        key = get_measure(measure)
+        if key not in self.regressors_:
+            values = get_measure(measure)(self.val_tables_)
+            reg = clone(self.regressor) if self.regressor is not None else LinearRegression()
+            feats = self._features(self.val_scores_)
+            self.regressors_[key] = reg.fit(feats, self._target(values, measure))
+        return self.regressors_[key]
+
+    def _features(self, scores):
+        return np.asarray(scores, dtype=float).reshape(-1, 1)
+
+    def _target(self, values, measure):
+        return values
+
+    def _from_prediction(self, pred, measure):
+        return pred
+
+    def _predict_values(self, samples, post, measure, prevalences):
+        reg = self._regressor_for(measure)
+        scores = np.array([self._score(X, P) for X, P in zip(samples, post)])
+        out = self._from_prediction(reg.predict(self._features(scores)), measure)
+        return np.clip(out, 0.0, 1.0) if self.clip else out
+
+
+# ---------------------------------------------------------------------------------------------
+# the baselines
+# ---------------------------------------------------------------------------------------------
 class Naive(CAPEstimator):
     """Predict V's contingency table for every test sample (IID assumption; LEAP 2025, Sect. 5.5).
 
@@ -29,3 +355,333 @@ class Naive(CAPEstimator):
         """V's table repeated for each of the k samples of ``pred_prev`` (k, n); shape (k, n, n)."""
         self._check_fitted()
         return np.repeat(self.val_table_[None], len(np.atleast_2d(pred_prev)), axis=0)
+
+
+class ATC(_PosteriorBaseline):
+    """Average Thresholded Confidence (Garg et al., ICLR 2022, Sect. 3, Eq. 1). Accuracy only.
+
+    On V, learns the threshold t (:func:`atc_threshold`) such that the fraction of V whose score
+    is >= t equals h's accuracy on V; the accuracy of h on a test sample is then the fraction of
+    its items scoring >= t.
+
+    Parameters
+    ----------
+    classifier : fitted scikit-learn classifier with ``predict_proba`` (TypeError otherwise)
+    score : {"maxconf", "neg_entropy"}
+        :func:`max_confidence` (ATC-MC, the LEAP paper's choice) or :func:`negative_entropy` (ATC-NE).
+    measure : must be "accuracy" (ValueError otherwise)
+    random_state : unused (ATC is deterministic)
+
+    Attributes: ``threshold_`` (float), ``val_post_`` (m, n).
+    """
+
+    supported_measures = _ACC
+    _SCORES = {"maxconf": max_confidence, "neg_entropy": negative_entropy}
+
+    def __init__(self, classifier, score="maxconf", measure="accuracy", random_state=None):
+        super().__init__(classifier, measure, random_state)
+        self.score = score
+
+    def _score_fn(self):
+        if self.score not in self._SCORES:
+            raise ValueError(f"score must be one of {sorted(self._SCORES)}, got {self.score!r}")
+        return self._SCORES[self.score]
+
+    def _fit_posteriors(self, X_val, y_val, P_val):
+        self.threshold_ = atc_threshold(self._score_fn()(P_val), self.val_pred_ == y_val)
+
+    def _predict_values(self, samples, post, measure, prevalences):
+        f = self._score_fn()
+        return [float(np.mean(f(P) >= self.threshold_)) for P in post]
+
+
+class DoC(_RegressionBaseline):
+    """Difference of Confidences (Guillory et al., ICCV 2021, Sect. 3) with a regressor, as in the LEAP paper.
+
+    V is split in half (stratified, seeded): the reference half V1 gives the average max-confidence
+    ``C(V1)`` and the measure ``A(V1)``; ``n_val_samples`` UPP samples V_i of ``val_sample_size`` items
+    are drawn from the other half. A regressor (default ``LinearRegression``, as in the LEAP/QuAcc
+    authors' code) learns ``A(V1) - A(V_i)`` from ``C(V1) - C(V_i)``; a test sample U gets
+    ``A(V1) - reg(C(V1) - C(U))``, clipped to [0, 1] (``clip``). Any measure computable from a
+    contingency table can be asked for (one regressor per measure).
+
+    Parameters
+    ----------
+    classifier : fitted classifier with ``predict_proba``
+    measure : default measure
+    n_val_samples, val_sample_size : int
+        Number and size of the validation samples (defaults 100 and 100, as the LEAP paper's code;
+        use the size of the test samples).
+    regressor : scikit-learn regressor or None (LinearRegression), cloned per measure
+    clip : bool, clip predictions to [0, 1]
+    random_state : int, seeds the split of V and the UPP samples
+    """
+
+    _split_v = True
+
+    def _fit_reference(self, X_val, y_val, P_val, ref):
+        self.ref_score_ = self._score(X_val[ref], P_val[ref])
+        self.ref_table_ = contingency_table(y_val[ref], P_val[ref].argmax(axis=1), self.n_classes_)
+
+    def _score(self, X, P):
+        return float(max_confidence(P).mean())
+
+    def _features(self, scores):
+        return (self.ref_score_ - np.asarray(scores, dtype=float)).reshape(-1, 1)
+
+    def _target(self, values, measure):
+        return float(get_measure(measure)(self.ref_table_)) - values
+
+    def _from_prediction(self, pred, measure):
+        return float(get_measure(measure)(self.ref_table_)) - pred
+
+
+class DS(_RegressionBaseline):
+    """Dispersion Score (Xie et al., NeurIPS 2023) with a regressor trained on validation samples.
+
+    The score of a sample is :func:`dispersion_score` of its items, pseudo-labelled by h. Xie et al.
+    compute it on a network's penultimate features; a scikit-learn classifier has none, so
+    ``space="features"`` (default) uses the input features X, the representation a linear
+    classifier's decision is taken on, and ``space="posteriors"`` uses h's posterior vectors. A
+    regressor (default LinearRegression; LEAP 2025, Sect. 5.5) maps the score of
+    ``n_val_samples`` UPP samples of V (``val_sample_size`` items each) to the measure; the score
+    grows with the sample size (it sums over items), so ``val_sample_size`` should equal the test
+    sample size. Parameters as :class:`DoC`, plus ``space``.
+    """
+
+    def __init__(self, classifier, measure="accuracy", space="features", n_val_samples=100, val_sample_size=100,
+                 regressor=None, clip=True, random_state=None):
+        super().__init__(classifier, measure, n_val_samples, val_sample_size, regressor, clip, random_state)
+        self.space = space
+
+    def _fit_posteriors(self, X_val, y_val, P_val):
+        if self.space not in ("features", "posteriors"):
+            raise ValueError(f"space must be 'features' or 'posteriors', got {self.space!r}")
+        super()._fit_posteriors(X_val, y_val, P_val)
+
+    def _score(self, X, P):
+        return dispersion_score(X if self.space == "features" else P, P.argmax(axis=1), self.n_classes_)
+
+
+class NN(_RegressionBaseline):
+    """Nuclear Norm (Deng et al., ICML 2023) with a regressor trained on validation samples (LEAP 2025, Sect. 5.5).
+
+    The score is :func:`nuclear_norm_score` of the sample's posterior matrix (normalised by
+    ``sqrt(m min(m, n))`` as in Deng et al.); a regressor (default LinearRegression, the linear fit
+    Deng et al. report) maps it to the measure. Parameters as :class:`DoC`.
+    """
+
+    def _score(self, X, P):
+        return nuclear_norm_score(P)
+
+
+class CBPE(_PosteriorBaseline):
+    """Confidence-Based Performance Estimation (Kivimäki et al. 2025), optionally after a PPS calibration.
+
+    The test table is :func:`cbpe_table` of the (calibrated) posteriors, grouped by h's decision
+    (arg-max of h's raw posteriors); any measure is computed from it.
+
+    ``calibration``:
+
+    - ``None``: h's posteriors as they are (CBPE assumes them calibrated for the test data).
+    - ``"sld-bcts"`` (default; the ``SLD-CBPE`` method): Bias-Corrected Temperature Scaling fitted
+      on V's posteriors and labels (Alexandari et al., ICML 2020; the ``abstention`` package through
+      QuaPy's ``EMQ``), then the SLD/EMQ expectation-maximisation adjustment of the calibrated
+      posteriors to the test sample's unknown prior (Saerens et al. 2002, Eqs. 2.9-2.10), starting
+      from the mean calibrated posterior on V (Alexandari et al.'s setting, QuaPy's ``EMQ_BCTS``).
+
+    The LEAP paper's L-CBPE calibrates with LasCal (Popordanoska et al., NeurIPS 2024), label-shift
+    temperature scaling that minimises an importance-weighted kernel estimate of the calibration
+    error; LasCal is not packaged, and this class does not reimplement it: SLD-BCTS is the
+    well-kept PPS calibrator used instead (both target P_U(y|x) under PPS).
+
+    Parameters
+    ----------
+    classifier : fitted classifier with ``predict_proba``
+    calibration : None or "sld-bcts"
+    measure, random_state : as in :class:`capshift.base.CAPEstimator` (the method is deterministic)
+    """
+
+    _table_method = True
+
+    def __init__(self, classifier, calibration="sld-bcts", measure="accuracy", random_state=None):
+        super().__init__(classifier, measure, random_state)
+        self.calibration = calibration
+
+    def _fit_posteriors(self, X_val, y_val, P_val):
+        if self.calibration not in (None, "sld-bcts"):
+            raise ValueError(f"calibration must be None or 'sld-bcts', got {self.calibration!r}")
+        self.emq_ = None
+        if self.calibration == "sld-bcts":
+            emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts",
+                      on_calib_error="backup")
+            emq.aggregation_fit(P_val, y_val)
+            self.emq_ = emq
+
+    def calibrate(self, P) -> np.ndarray:
+        """PPS-calibrated posteriors of one test sample's posteriors ``P`` (m, n); rows sum to 1."""
+        self._check_fitted()
+        P = check_posteriors(P, self.n_classes_, "P")
+        if self.emq_ is None:
+            return P
+        Pc = self.emq_._calibrate_if_requested(P)
+        _, Pa = EMQ.EM(self.emq_.train_prevalence, Pc)
+        return Pa / Pa.sum(axis=1, keepdims=True)
+
+    def _tables(self, samples, post, prevalences):
+        return np.stack([cbpe_table(self.calibrate(P), P.argmax(axis=1), self.n_classes_) for P in post])
+
+
+class COT(_PosteriorBaseline):
+    """Confidence Optimal Transport (Lu et al., NeurIPS 2023) and the LEAP paper's Q-COT. Accuracy only.
+
+    The accuracy of h on a sample is :func:`cot_accuracy` of its posteriors against a label
+    distribution: V's class prevalence for ``quantifier=None`` (COT, which assumes the test labels
+    distributed as the source's), a quantifier's estimate of the test prevalence otherwise
+    (Q-COT, LEAP 2025, Sect. 5.5: ``"kdey"``, KDEy-ML on a surrogate MLP, see
+    :class:`capshift.quantifiers.Quantifier`; ``"oracle"`` uses the true prevalences passed to
+    ``predict_batch``, for tests and upper bounds). The LEAP authors build the target by resampling
+    labels with the estimated prevalence; transporting to the weighted one-hot distribution
+    directly is the noise-free limit of that resampling.
+
+    Parameters
+    ----------
+    classifier : fitted classifier with ``predict_proba``
+    quantifier : None, "kdey", "oracle" or any name/instance :class:`capshift.quantifiers.Quantifier` accepts
+    measure : must be "accuracy"
+    random_state : seeds the quantifier
+    """
+
+    supported_measures = _ACC
+
+    def __init__(self, classifier, quantifier="kdey", measure="accuracy", random_state=None):
+        super().__init__(classifier, measure, random_state)
+        self.quantifier = quantifier
+
+    def _fit_posteriors(self, X_val, y_val, P_val):
+        self.val_prev_ = np.bincount(y_val, minlength=self.n_classes_) / len(y_val)
+        self.quantifier_ = None
+        if self.quantifier is not None:
+            self.quantifier_ = Quantifier(self.quantifier, classifier=self.classifier,
+                                          random_state=self.random_state).fit(X_val, y_val, self.n_classes_)
+
+    def _predict_values(self, samples, post, measure, prevalences):
+        out = []
+        for s, (X, P) in enumerate(zip(samples, post)):
+            if self.quantifier_ is None:
+                q = self.val_prev_
+            elif self.quantifier_.is_oracle:
+                if prevalences is None:
+                    raise ValueError("COT with quantifier='oracle' needs the true prevalences: pass prevalences=")
+                q = prevalences[s]
+            else:
+                q = self.quantifier_.quantify(X)
+            out.append(cot_accuracy(P, q))
+        return out
+
+
+def _reverse_fit(h, X, y_pseudo, n_classes):
+    """A clone of h trained on (X, y_pseudo); a constant predictor if y_pseudo holds one class only."""
+    present = np.unique(y_pseudo)
+    if present.size < 2:
+        return ("constant", int(present[0]))
+    try:
+        return ("model", clone(h).fit(X, y_pseudo))
+    except ValueError:  # e.g. too few items per class for the learner (kNN with k > m)
+        return ("constant", int(np.bincount(y_pseudo, minlength=n_classes).argmax()))
+
+
+def _reverse_predict(model, X):
+    if model[0] == "constant":
+        return np.full(X.shape[0], model[1])
+    return np.asarray(model[1].predict(X))  # h' was fitted on class codes, so it predicts class codes
+
+
+class RCA(_PosteriorBaseline):
+    """Reverse Classification Accuracy (Elsahar & Gallé, EMNLP 2019, Sect. 3): the reverse-testing table.
+
+    For a test sample U, a clone h' of h (same hyper-parameters) is trained on U with h's
+    decisions as (pseudo-)labels and applied to V; the contingency table of h' on V stands for the
+    table of h on U (any measure can be read off it). h' is retrained for every test sample, so RCA
+    is far slower than the other baselines. If h assigns the whole sample to one class, h' is
+    the constant classifier of that class. The regressor variant is :class:`RCAStar`.
+
+    Parameters: ``classifier`` (fitted, with ``predict_proba``), ``measure``, ``random_state`` (unused:
+    h' is cloned with h's own parameters, including its seed).
+    """
+
+    _table_method = True
+
+    def _fit_posteriors(self, X_val, y_val, P_val):
+        self.X_val_, self.y_val_ = X_val, y_val
+
+    def _tables(self, samples, post, prevalences):
+        n = self.n_classes_
+        out = []
+        for X, P in zip(samples, post):
+            h2 = _reverse_fit(self.classifier, X, P.argmax(axis=1), n)
+            out.append(contingency_table(self.y_val_, _reverse_predict(h2, self.X_val_), n))
+        return np.stack(out)
+
+
+class RCAStar(_RegressionBaseline):
+    """RCA* (Elsahar & Gallé, EMNLP 2019, Sect. 3; QuAcc 2025, Related Work): the RCA score through a regressor.
+
+    V is split in half (stratified, seeded) into an evaluation half V1 and a pool V2 of UPP
+    validation samples V_i. The RCA score of a sample S is the drop ``A(h, V1) - A(h'_S, V1)`` of the
+    measure when h is replaced by the clone h'_S trained on S with h's pseudo-labels (the part of
+    the drop due to the back-and-forth training alone, common to all samples, is absorbed by the
+    regressor's intercept); a regressor (default LinearRegression) learns ``A(h, V_i)`` from the
+    RCA score of V_i and is applied to the score of U. Parameters as :class:`DoC`. Every sample
+    (validation and test) trains one h'.
+    """
+
+    _split_v = True
+
+    def _fit_reference(self, X_val, y_val, P_val, ref):
+        self.X_ref_, self.y_ref_ = X_val[ref], y_val[ref]
+        self.ref_table_ = contingency_table(self.y_ref_, P_val[ref].argmax(axis=1), self.n_classes_)
+
+    def _score(self, X, P):
+        # the score is a table (h' on V1); the regressor's feature is computed per measure
+        h2 = _reverse_fit(self.classifier, X, P.argmax(axis=1), self.n_classes_)
+        return contingency_table(self.y_ref_, _reverse_predict(h2, self.X_ref_), self.n_classes_)
+
+    def _fit_posteriors(self, X_val, y_val, P_val):
+        super()._fit_posteriors(X_val, y_val, P_val)
+        self.val_rev_tables_ = self.val_scores_
+
+    def _regressor_for(self, measure):
+        f = get_measure(measure)
+        if f not in self.regressors_:
+            feats = self._drop(self.val_rev_tables_, f)
+            reg = clone(self.regressor) if self.regressor is not None else LinearRegression()
+            self.regressors_[f] = reg.fit(feats, f(self.val_tables_))
+        return self.regressors_[f]
+
+    def _drop(self, rev_tables, f):
+        return (float(f(self.ref_table_)) - f(np.asarray(rev_tables))).reshape(-1, 1)
+
+    def _predict_values(self, samples, post, measure, prevalences):
+        reg = self._regressor_for(measure)
+        rev = np.stack([self._score(X, P) for X, P in zip(samples, post)])
+        out = reg.predict(self._drop(rev, get_measure(measure)))
+        return np.clip(out, 0.0, 1.0) if self.clip else out
+
+
+#: The baselines by the LEAP paper's names (LEAP 2025, Table 1 columns, plus the extra variants):
+#: ``name -> factory(classifier, random_state) -> unfitted estimator``; read by
+#: :data:`capshift.experiment.EXTRA_METHODS`.
+METHODS = {
+    "ATC": lambda h, rs: ATC(h, score="maxconf", random_state=rs),
+    "ATC-NE": lambda h, rs: ATC(h, score="neg_entropy", random_state=rs),
+    "DoC": lambda h, rs: DoC(h, random_state=rs),
+    "DS": lambda h, rs: DS(h, random_state=rs),
+    "NN": lambda h, rs: NN(h, random_state=rs),
+    "CBPE": lambda h, rs: CBPE(h, calibration=None, random_state=rs),
+    "SLD-CBPE": lambda h, rs: CBPE(h, calibration="sld-bcts", random_state=rs),
+    "COT": lambda h, rs: COT(h, quantifier=None, random_state=rs),
+    "Q-COT": lambda h, rs: COT(h, quantifier="kdey", random_state=rs),
+    "RCA": lambda h, rs: RCA(h, random_state=rs),
+    "RCA*": lambda h, rs: RCAStar(h, random_state=rs),
+}
