@@ -140,6 +140,13 @@ def test_unknown_parameter_fails_before_execution(tmp_path, capsys):
     assert book.main(["check", "--only", "intro", "-p", "n", "5", "--toc", str(toc)]) == 0
 
 
+def test_unparsable_parameter_line_is_an_error(tmp_path, capsys):
+    # papermill silently skips a line whose comment holds '=': it could never be overridden
+    toc = scratch_book(tmp_path, {"intro": notebook_page("A", "n: int = 1  # n = items\nseed: int = 0  # seed")})
+    assert book.main(["check", "--toc", str(toc)]) == 2
+    assert "cannot parse" in capsys.readouterr().err
+
+
 def test_unknown_profile_key_is_an_error(tmp_path, capsys):
     toc = scratch_book(tmp_path, {"intro": notebook_page("A", "n: int = 1  # n")}, profile={"intro": {"m": 2}})
     assert book.main(["check", "--profile", "ci", "--toc", str(toc)]) == 2

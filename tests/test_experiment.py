@@ -84,3 +84,13 @@ def test_extra_methods_go_through_predict_batch(monkeypatch):
     a = df[(df.measure == "accuracy")].pivot(index="sample", columns="method", values="predicted")
     np.testing.assert_allclose(a["AccNaive"], a["Naive"])
     assert len(calls["posteriors"]) == 4 and calls["posteriors"][0].shape == (20, 2)
+
+
+def test_summarise_average_std_is_pooled():
+    rng = np.random.default_rng(0)
+    ae = {("a", "M"): rng.random(50), ("b", "M"): rng.random(50) + 1}
+    df = pd.DataFrame([(d, m, v) for (d, m), vals in ae.items() for v in vals], columns=["dataset", "method", "ae"])
+    s = summarise(df)
+    allv = np.concatenate(list(ae.values()))
+    assert s.loc["Average", ("mean", "M")] == pytest.approx(allv.mean())
+    assert s.loc["Average", ("std", "M")] == pytest.approx(allv.std(ddof=0), rel=0.02)  # pooled, not mean of stds

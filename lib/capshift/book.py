@@ -16,6 +16,7 @@ Subcommands: ``build`` (every chapter), ``chapter NAME`` (re-execute one chapter
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.metadata
 import json
 import os
@@ -103,8 +104,24 @@ def to_ipynb(src: Path, dest: Path) -> Path:
 
 
 def declared(src: Path, tmp: Path) -> dict[str, dict]:
-    """The parameters declared in a chapter's ``parameters`` cell, as inferred by ``papermill.inspect_notebook``."""
-    return papermill.inspect_notebook(str(to_ipynb(src, tmp / f"{src.stem}.ipynb")))
+    """The parameters declared in a chapter's ``parameters`` cell, as inferred by ``papermill.inspect_notebook``.
+
+    Papermill skips (with only a log message) an assignment it cannot parse, e.g. one whose comment
+    holds ``=``; such a parameter could not be overridden, so it is an error here.
+    """
+    nb_path = to_ipynb(src, tmp / f"{src.stem}.ipynb")
+    found = papermill.inspect_notebook(str(nb_path))
+    cell = next((c for c in nbformat.read(nb_path, as_version=4).cells
+                 if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])), None)
+    if cell is not None:
+        assigned = {t.id for node in ast.parse(cell.source).body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                    for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    if isinstance(t, ast.Name)}
+        missed = sorted(assigned - set(found))
+        if missed:
+            raise BookError(f"{src}: papermill cannot parse the parameter line(s) of {', '.join(missed)} "
+                            "(keep comments free of '=' and one assignment per line)")
+    return found
 
 
 def resolve(chaps: dict[str, Path], selected: list[str], profile: dict, cli: dict, tmp: Path) -> dict[str, dict]:

@@ -36,8 +36,7 @@ def diagonal_plot(results: pd.DataFrame, measure: str = "accuracy", methods=None
     sub = _check(results, measure)
     methods = list(dict.fromkeys(sub["method"])) if methods is None else list(methods)
     sub = sub[sub["method"].isin(methods)]
-    sub = (sub.groupby("method", group_keys=False)
-              .apply(lambda d: d.sample(min(len(d), max_points), random_state=seed)))
+    sub = sub.sample(frac=1.0, random_state=seed).groupby("method", sort=False).head(max_points)
     g = sns.relplot(data=sub, x="true", y="predicted", col="method", col_order=methods, col_wrap=col_wrap,
                     height=height, s=6, alpha=0.35, edgecolor=None, color="C0")
     for ax in g.axes.flat:
