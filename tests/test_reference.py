@@ -44,3 +44,24 @@ def test_errors_name_the_argument():
         R.paper_values("leap2025", classifier="SVM")
     with pytest.raises(ValueError, match="measure='f1'"):
         R.paper_values("ds2024", measure="f1")
+
+
+def test_compare_puts_paper_values_beside_ours_and_pools_the_average_std():
+    import numpy as np
+    import pandas as pd
+    from capshift.reference import compare, paper_values, side_by_side
+
+    rng = np.random.default_rng(0)
+    rows = [(d, "lr", m, "accuracy", float(a)) for d in ("cmc.1", "haberman") for m in ("Naive", "SLD-CBPE")
+            for a in rng.random(20) * (1 if d == "cmc.1" else 3)]
+    res = pd.DataFrame(rows, columns=["dataset", "classifier", "method", "measure", "ae"])
+    c = compare(res, aliases={"SLD-CBPE": "L-CBPE"}).set_index(["dataset", "method"])
+    pub = paper_values("leap2025", "acc", "LR", "binary")
+    assert c.loc[("haberman", "Naive"), "paper_mean"] == pub.loc[("haberman", "Naive"), "mean"]
+    assert c.loc[("cmc.1", "SLD-CBPE"), "paper_mean"] == pub.loc[("cmc.1", "L-CBPE"), "mean"]
+    assert c.loc[("Average (paper, all datasets)", "Naive"), "paper_mean"] == pub.loc[("Average", "Naive"), "mean"]
+    run = c.loc[("Average (datasets run)", "Naive")]
+    naive = res[res.method == "Naive"]["ae"]
+    assert run["mean"] == pytest.approx(naive.mean()) and run["std"] == pytest.approx(naive.std(ddof=0))
+    table = side_by_side(c.reset_index(), "binary", "accuracy", ["Naive"])
+    assert list(table.columns) == [("Naive", "ours"), ("Naive", "paper")] and len(table) == 4

@@ -223,7 +223,8 @@ def summarise(results: pd.DataFrame, by=("dataset", "method")) -> pd.DataFrame:
     Average std of Tables 1-2 to within 0.001).
     """
     by = list(by)
-    g = results.groupby(by, sort=False)["ae"].agg(["mean", "std"]).unstack(by[-1])
+    g = results.groupby(by, sort=False)["ae"].agg(["mean", lambda x: x.std(ddof=0)]).set_axis(["mean", "std"], axis=1)
+    g = g.unstack(by[-1])
     means, stds = g["mean"], g["std"]
     pooled = np.sqrt((stds**2).mean() + means.var(ddof=0))
     g.loc["Average"] = pd.concat({"mean": means.mean(), "std": pooled})

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import pandas as pd
 
-__all__ = ["TABLES", "PAPERS", "paper_table", "paper_values"]
+__all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side"]
 
 TABLES = {
     "leap2025_table1": "leap2025_table1_LR_binary_acc.csv",
@@ -70,3 +70,85 @@ def paper_values(paper: str = "leap2025", measure: str = "acc", classifier: str 
         raise ValueError(f"paper={paper!r} has no table for measure={measure!r}, classifier={classifier!r}, "
                          f"task={task!r}; see capshift.reference.TABLES")
     return df.set_index(["dataset", "method"])[["mean", "std", "dagger"]]
+
+
+_PAPER_MEASURE = {"accuracy": "acc", "f1": "f1"}  # capshift measure name -> the tables' measure name
+_CLASSIFIER = {"lr": "LR", "knn": "kNN", "svm": "SVM", "mlp": "MLP"}  # capshift name -> the tables' name
+
+
+def compare(results: pd.DataFrame, paper: str = "leap2025", aliases: dict | None = None) -> pd.DataFrame:
+    """Our AE next to the published AE, per (task, measure, dataset, method), with Average rows.
+
+    Parameters
+    ----------
+    results : DataFrame
+        Tidy results of :func:`capshift.experiment.run_experiment` (columns dataset, classifier,
+        method, measure, ae, ...), one classifier.
+    paper : str
+        Which paper's tables to compare with (see :data:`PAPERS`).
+    aliases : dict, optional
+        Our method name -> the paper's, for methods the paper names differently (e.g.
+        ``{"SLD-CBPE": "L-CBPE"}``: compared, not identical).
+
+    Returns
+    -------
+    DataFrame with columns ``task, measure, dataset, method, mean, std, paper_mean, paper_std``
+    (NaN where the paper has no value). After the per-dataset rows of each (task, measure) come two
+    Average rows: ``"Average (datasets run)"`` (mean of the per-dataset means; std of all samples
+    pooled, and for the paper's values the same pooling from its per-dataset mean and std, which
+    reproduces its printed Average std) and ``"Average (paper, all datasets)"`` (the paper's own row).
+    """
+    from .datasets import REGISTRY  # local: datasets is heavier and not needed for the tables alone
+
+    need = {"dataset", "classifier", "method", "measure", "ae"}
+    if not need <= set(results.columns):
+        raise ValueError(f"results must have columns {sorted(need)}: pass run_experiment's output")
+    if results["classifier"].nunique() != 1:
+        raise ValueError("results must hold a single classifier; compare each classifier separately")
+    aliases = aliases or {}
+    clf = _CLASSIFIER.get(results["classifier"].iloc[0], results["classifier"].iloc[0])
+    results = results.assign(task=[REGISTRY[d].task for d in results["dataset"]],
+                             paper_dataset=[REGISTRY[d].name for d in results["dataset"]])
+    out = []
+    for (task, measure), d in results.groupby(["task", "measure"], sort=False):
+        g = d.groupby(["paper_dataset", "method"], sort=False)["ae"]
+        ours = pd.DataFrame({"mean": g.mean(), "std": g.std(ddof=0)}).reset_index()
+        try:
+            pub = paper_values(paper, _PAPER_MEASURE.get(measure, measure), clf, task)
+        except ValueError:  # no published table for this combination
+            pub = pd.DataFrame(columns=["mean", "std"], index=pd.MultiIndex.from_tuples([], names=["dataset", "method"]))
+        keys = list(zip(ours["paper_dataset"], ours["method"].map(lambda m: aliases.get(m, m))))
+        ours["paper_mean"] = [pub["mean"].get(k, float("nan")) for k in keys]
+        ours["paper_std"] = [pub["std"].get(k, float("nan")) for k in keys]
+        ours = ours.rename(columns={"paper_dataset": "dataset"})
+        avg = ours.groupby("method", sort=False).agg(mean=("mean", "mean"), paper_mean=("paper_mean", "mean"))
+        avg["std"] = d.groupby("method")["ae"].std(ddof=0)
+        avg["paper_std"] = ours.groupby("method", sort=False).apply(
+            lambda x: (x["paper_std"] ** 2).mean() + x["paper_mean"].var(ddof=0), include_groups=False) ** 0.5
+        paper_avg = [(m, pub["mean"].get(("Average", aliases.get(m, m)), float("nan")),
+                      pub["std"].get(("Average", aliases.get(m, m)), float("nan"))) for m in avg.index]
+        out += [ours, avg.reset_index().assign(dataset="Average (datasets run)"),
+                pd.DataFrame(paper_avg, columns=["method", "paper_mean", "paper_std"])
+                  .assign(dataset="Average (paper, all datasets)")]
+        for frame in out[-3:]:
+            frame["task"], frame["measure"] = task, measure
+    cols = ["task", "measure", "dataset", "method", "mean", "std", "paper_mean", "paper_std"]
+    return pd.concat(out, ignore_index=True)[cols]
+
+
+def side_by_side(comparison: pd.DataFrame, task: str, measure: str, methods=None) -> pd.DataFrame:
+    """One (task, measure) of :func:`compare` as a display table: rows datasets, columns (method, ours/paper),
+    cells ``"mean ± std"`` (empty where there is no value)."""
+    d = comparison[(comparison["task"] == task) & (comparison["measure"] == measure)]
+    if d.empty:
+        raise ValueError(f"comparison has no rows for task={task!r}, measure={measure!r}")
+    methods = list(dict.fromkeys(d["method"])) if methods is None else list(methods)
+
+    def cell(mean, std):
+        return "" if pd.isna(mean) else (f"{mean:.3f}" if pd.isna(std) else f"{mean:.3f} ± {std:.3f}")
+
+    d = d.assign(ours=[cell(m, s) for m, s in zip(d["mean"], d["std"])],
+                 paper=[cell(m, s) for m, s in zip(d["paper_mean"], d["paper_std"])])
+    wide = d.pivot(index="dataset", columns="method", values=["ours", "paper"]).swaplevel(axis=1)
+    return wide.reindex(index=list(dict.fromkeys(d["dataset"])),
+                        columns=pd.MultiIndex.from_product([methods, ["ours", "paper"]])).fillna("")
