@@ -34,3 +34,11 @@ def test_error_by_shift_and_errors(results):
         error_by_shift(results, measure="f1")
     with pytest.raises(ValueError, match="missing"):
         diagonal_plot(results.drop(columns="shift"))
+
+
+def test_importing_capshift_keeps_matplotlib_settings():
+    import subprocess
+    import sys
+    code = ("import matplotlib as m; before = dict(m.rcParams); import capshift.protocols, capshift.leap; "
+            "assert all(m.rcParams[k] == before[k] for k in ('font.size', 'figure.dpi', 'figure.figsize'))")
+    subprocess.run([sys.executable, "-c", code], check=True)

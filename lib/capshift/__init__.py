@@ -6,3 +6,13 @@ Modules: ``tables`` (contingency tables, measures), ``equations`` (governing equ
 papers' published numbers), ``book`` (chapter runner).
 """
 __version__ = "0.1.0"
+
+# QuaPy's plotting module changes matplotlib's global rcParams when QuaPy is imported (font size 18,
+# dpi 200, figure size 10x6); import it here once and put the user's settings back.
+import matplotlib as _mpl
+
+_saved = {k: _mpl.rcParams[k] for k in ("figure.figsize", "figure.dpi", "font.size")}
+import quapy as _quapy  # noqa: E402,F401
+
+_mpl.rcParams.update(_saved)
+del _saved
