@@ -32,13 +32,13 @@ from sklearn.svm import SVC
 from sklearn.ensemble import RandomForestClassifier
 from tqdm import tqdm
 
-from . import baselines, datasets, protocols
+from . import baselines, datasets, protocols, quacc
 from .baselines import Naive
 from .leap import LEAP, OLEAP, SLEAP
 from .quantifiers import Quantifier
 from .tables import contingency_table, get_measure
 
-__all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "EXTRA_METHODS", "make_classifier", "make_method", "run_experiment",
+__all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "EXTRA_METHODS", "quacc_train_prevalences", "run_quacc_protocol", "make_classifier", "make_method", "run_experiment",
            "run_many", "summarise"]
 
 #: Classifier names of the LEAP paper (Sect. 5.4): scikit-learn defaults, k = 10 for kNN, RBF SVM
@@ -59,7 +59,7 @@ _VARIANTS = {"S-LEAP": SLEAP, "LEAP": LEAP, "O-LEAP": OLEAP}
 #: Further methods by name: ``name -> factory(classifier, random_state) -> unfitted CAPEstimator``,
 #: gathered from the ``METHODS`` dict of the method modules (:mod:`capshift.baselines`, ...).
 EXTRA_METHODS: dict = {}
-for _module in (baselines,):
+for _module in (baselines, quacc):
     EXTRA_METHODS.update(getattr(_module, "METHODS", {}))
 _QUANTIFIER_NAMES = {"acc": "acc", "kdey": "kdey", "cc": "cc", "sld": "sld", "oracle": "oracle"}
 
@@ -229,3 +229,77 @@ def summarise(results: pd.DataFrame, by=("dataset", "method")) -> pd.DataFrame:
     pooled = np.sqrt((stds**2).mean() + means.var(ddof=0))
     g.loc["Average"] = pd.concat({"mean": means.mean(), "std": pooled})
     return g
+
+
+# ---- QuAcc protocol (training prevalence x test prevalence) ----
+def quacc_train_prevalences(n_classes: int, n_train: int = 9, seed: int = 0, floor: float = 0.1) -> np.ndarray:
+    """Training prevalences of the QuAcc protocol (QuAcc 2025, Sect. "Evaluation Protocol"), (n_train, n_classes).
+
+    Binary: the grid 0.1, ..., 0.9 of the positive class (``n_train`` evenly spaced values in [0.1, 0.9];
+    9 gives the paper's grid). Multiclass: ``n_train`` vectors uniform on the simplex (Kraemer,
+    :func:`capshift.protocols.upp_prevalences` with ``seed``) mixed with the uniform vector,
+    ``(1 - floor) p + floor / n``, so that every class keeps a share >= floor / n and h and the CAP methods
+    see every class (the paper does not say how it avoids empty classes). Raises ValueError on bad input.
+    """
+    if n_classes < 2 or n_train < 1 or not 0 <= floor < 1:
+        raise ValueError(f"need n_classes >= 2, n_train >= 1 and floor in [0, 1), got {n_classes}, {n_train}, {floor}")
+    if n_classes == 2:
+        pos = np.linspace(0.1, 0.9, n_train) if n_train > 1 else np.array([0.5])
+        return np.column_stack([1 - pos, pos])
+    p = protocols.upp_prevalences(n_classes, n_train, seed)
+    return (1 - floor) * p + floor / n_classes
+
+
+def _sample_at(y, prev, size, seed):
+    """Indices of a sample of ``size`` items of y with prevalence ``prev`` (QuaPy's sampling, with replacement)."""
+    from quapy.data import LabelledCollection
+    from quapy.util import temp_seed
+
+    lc = LabelledCollection(np.asarray(y).reshape(-1, 1), y, classes=np.arange(len(prev)))
+    with temp_seed(seed):
+        return lc.sampling_index(size, *prev)
+
+
+def run_quacc_protocol(dataset, classifier: str = "lr", methods=("Naive", "LEAP_KDEy", "O-LEAP_KDEy"),
+                       n_train: int = 9, test_repeats: int = 10, n_test_upp: int = 210, sample_size: int = 1000,
+                       train_size: float | None = None, measures=("accuracy", "f1"), seed: int = 0,
+                       solver: str = "osqp", progress: bool = False) -> pd.DataFrame:
+    """The QuAcc paper's protocol: classifiers trained at several training prevalences x PPS test samples.
+
+    For each training prevalence p_t (:func:`quacc_train_prevalences`), a training sample T_t is drawn from
+    the split's L and a validation sample V_t from its V, both at prevalence p_t and with replacement
+    (QuaPy's sampling); h is trained on T_t, every method is fitted on V_t, and test samples are drawn from U
+    by :func:`run_experiment` (binary: APP, the 21-point grid, ``test_repeats`` samples per point;
+    multiclass: ``n_test_upp`` UPP samples). Sizes follow the paper (QuAcc 2025, Sect. "Evaluation
+    Protocol", Eqs. 3-4): binary ``|T_t| = min_c |L_c| / 0.9`` (the largest size at which the 0.9 class
+    needs no repeated item; likewise for V), multiclass ``|L| / 2`` and ``|V| / 2``; ``train_size`` (a
+    fraction of that) shrinks them.
+
+    Returns the tidy frame of :func:`run_experiment` (``shift`` = L1 distance between V_t's and the test
+    sample's prevalence) with two more columns, ``train_index`` (t) and ``train_prev`` (tuple).
+    Raises ValueError/TypeError for bad arguments (see :func:`run_experiment`).
+    """
+    split = datasets.load(dataset, seed=seed) if isinstance(dataset, str) else dataset
+    n = split.n_classes
+    if train_size is not None and not 0 < train_size <= 1:
+        raise ValueError(f"train_size must be a fraction in (0, 1], got {train_size!r}")
+    prevs = quacc_train_prevalences(n, n_train, seed)
+    frac = 1.0 if train_size is None else float(train_size)
+
+    def size(y):
+        if n == 2:
+            return max(2 * n, int(frac * np.bincount(y, minlength=n).min() / 0.9))
+        return max(2 * n, int(frac * len(y) / 2))
+
+    protocol, k = ("app", 21 * test_repeats) if n == 2 else ("upp", n_test_upp)
+    frames = []
+    for t, p in enumerate(tqdm(prevs, desc=f"{split.name}: training prevalences", disable=not progress)):
+        iT = _sample_at(split.y_L, p, size(split.y_L), seed + 1000 + t)
+        iV = _sample_at(split.y_V, p, size(split.y_V), seed + 2000 + t)
+        sub = datasets.Split(split.name, split.X_L[iT], split.y_L[iT], split.X_V[iV], split.y_V[iV],
+                             split.X_U, split.y_U, split.classes, n)
+        df = run_experiment(sub, classifier=classifier, methods=methods, protocol=protocol, n_samples=k,
+                            sample_size=sample_size, measures=measures, seed=seed, solver=solver, progress=False)
+        frames.append(df.assign(train_index=t, train_prev=[tuple(float(v) for v in np.round(p, 4))] * len(df)))
+    return pd.concat(frames, ignore_index=True)
+

@@ -27,11 +27,12 @@ def _check(results: pd.DataFrame, measure: str) -> pd.DataFrame:
 
 
 def diagonal_plot(results: pd.DataFrame, measure: str = "accuracy", methods=None, col_wrap: int = 3,
-                  height: float = 2.6, max_points: int = 3000, seed: int = 0):
+                  height: float = 2.6, max_points: int = 3000, seed: int = 0, limits="unit"):
     """One panel per method: predicted (y) against true (x) measure, with the diagonal y = x.
 
     ``max_points`` caps the points drawn per panel (a seeded random subset) to keep pages light.
-    Returns the seaborn ``FacetGrid``.
+    ``limits``: "unit" (both axes [0, 1]), "data" (the range of the values shown, plus a margin of
+    0.02) or a ``(low, high)`` pair. Returns the seaborn ``FacetGrid``.
     """
     sub = _check(results, measure)
     methods = list(dict.fromkeys(sub["method"])) if methods is None else list(methods)
@@ -39,9 +40,16 @@ def diagonal_plot(results: pd.DataFrame, measure: str = "accuracy", methods=None
     sub = sub.sample(frac=1.0, random_state=seed).groupby("method", sort=False).head(max_points)
     g = sns.relplot(data=sub, x="true", y="predicted", col="method", col_order=methods, col_wrap=col_wrap,
                     height=height, s=6, alpha=0.35, edgecolor=None, color="C0")
+    if limits == "unit":
+        lo, hi = 0.0, 1.0
+    elif limits == "data":
+        lo = float(min(sub["true"].min(), sub["predicted"].min())) - 0.02
+        hi = float(max(sub["true"].max(), sub["predicted"].max())) + 0.02
+    else:
+        lo, hi = map(float, limits)
     for ax in g.axes.flat:
-        ax.plot([0, 1], [0, 1], color="k", lw=0.8, ls="--")
-        ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal")
+        ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, ls="--")
+        ax.set(xlim=(lo, hi), ylim=(lo, hi), aspect="equal")
     g.set_axis_labels(f"true {measure}", f"predicted {measure}")
     g.set_titles("{col_name}")
     return g

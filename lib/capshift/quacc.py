@@ -1,0 +1,635 @@
+"""QuAcc: the cells of the contingency table as classes, estimated by a quantifier (Volpi, Moreo & Sebastiani 2025).
+
+Holds the three QuAcc variants of the paper (Intelligenza Artificiale 2025, Sect. "QuAcc") as CAP estimators,
+:class:`QuAcc1xN2` (one quantifier over the n² cells), :class:`QuAccNxN` (one quantifier per predicted
+class, over the n true classes) and :class:`QuAcc1xNp1` (n "correct" cells plus one merged "error" cell);
+the extra covariates of Sect. "Adding Covariates" (:func:`max_confidence`, :func:`negative_entropy`,
+:func:`max_inverse_softmax`, :func:`augment_features`); the relabelling :func:`cell_labels`; the model
+selection of Sect. "Configuring QuAcc" (:class:`QuAccGridSearch`); and :data:`METHODS` (names for the
+experiment runner).
+
+Relabelling (the paper's codeframe 𝒞 = 𝒴 × 𝒴): an item of true class i that the classifier h predicts as j
+gets the cell label ``i * n + j`` (row-major, so the estimated cell prevalences reshape directly into the
+project's table convention ``C[i, j]`` = fraction true i predicted j). Proposition 1 of the paper shows
+that PPS between V and a test sample in 𝒴 implies PPS in 𝒞, so any quantifier robust to PPS estimates
+the cell prevalences; the merged error cell of 1×(n+1) breaks this (the paper's Fig. 2).
+
+The quantifier sees ``x̂ = (x, Pr(y_1|x), ..., Pr(y_n|x)[, MC, NE, MIS])``: the original covariates,
+h's posteriors and, optionally, the extra covariates. Sparse ``x`` (e.g. tf-idf) stays sparse (CSR).
+Quantifiers come from QuaPy (Moreo et al. 2021): ``"cc"`` (classify and count), ``"sld"`` (SLD/EMQ,
+Saerens et al. 2002, optionally with BCTS recalibration, Alexandari et al. 2020), ``"kdey"`` (KDEy-ML,
+Moreo et al. 2025), each on a scikit-learn ``LogisticRegression`` (as in the paper), or any QuaPy
+``AggregativeQuantifier`` instance.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from quapy.method.aggregative import CC, EMQ, AggregativeQuantifier, KDEyML
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import ParameterGrid, train_test_split
+
+from .base import CAPEstimator, check_classifier, check_sample
+from .tables import contingency_table, get_measure
+
+__all__ = ["COVARIATES", "QUANTIFIERS", "max_confidence", "negative_entropy", "max_inverse_softmax",
+           "augment_features", "cell_labels", "QuAcc1xN2", "QuAccNxN", "QuAcc1xNp1", "QuAccGridSearch",
+           "SMALL_GRID", "PAPER_GRID", "METHODS"]
+
+#: Names of the extra covariates (paper, Sect. "Adding Covariates").
+COVARIATES = ("mc", "ne", "mis")
+#: Quantifier names; any QuaPy AggregativeQuantifier instance is accepted as well.
+QUANTIFIERS = ("cc", "sld", "kdey")
+_EPS = 1e-12  # floor of the posteriors inside logarithms (MIS); documented in max_inverse_softmax
+
+
+# ----------------------------------------------------------------------------------------------- covariates
+def _check_posteriors(P, name="posteriors") -> np.ndarray:
+    P = np.asarray(P, dtype=float)
+    if P.ndim != 2 or P.shape[1] < 2:
+        raise ValueError(f"{name} must be a 2-d array (items x classes) with at least 2 columns, got shape {P.shape}")
+    if not np.all(np.isfinite(P)) or np.any(P < 0) or not np.allclose(P.sum(axis=1), 1.0, atol=1e-6):
+        raise ValueError(f"{name} must hold finite non-negative rows summing to 1 (the classifier's "
+                         "predict_proba output)")
+    return P
+
+
+def max_confidence(posteriors) -> np.ndarray:
+    """Maximum confidence MC(p) = max_i p_i (QuAcc 2025, Sect. "Adding Covariates"; also ATC's score).
+
+    ``posteriors``: float (m, n), rows on the simplex. Returns float (m,) in [1/n, 1].
+    Raises ValueError for rows that are not distributions.
+    """
+    return _check_posteriors(posteriors).max(axis=1)
+
+
+def negative_entropy(posteriors) -> np.ndarray:
+    """Negative entropy NE(p) = sum_i p_i log p_i (natural log, 0 log 0 = 0; QuAcc 2025, Sect. "Adding Covariates").
+
+    ``posteriors``: float (m, n). Returns float (m,) in [-log n, 0]. Raises ValueError for bad rows.
+    """
+    P = _check_posteriors(posteriors)
+    logP = np.log(P, out=np.zeros_like(P), where=P > 0)
+    return (P * logP).sum(axis=1)
+
+
+def max_inverse_softmax(posteriors, eps: float = _EPS) -> np.ndarray:
+    """Max inverse softmax MIS(p) = max_i (log p_i - mean_j log p_j) (QuAcc 2025, Sect. "Adding Covariates").
+
+    The inverse softmax is centred by ``c = -(1/n) sum_j log p_j`` as in the paper. Posteriors are floored
+    at ``eps`` (default 1e-12) inside the logarithm so that a zero posterior gives a large finite value,
+    never inf or NaN. ``posteriors``: float (m, n). Returns float (m,) >= 0 (0 for the uniform row).
+    """
+    P = _check_posteriors(posteriors)
+    logP = np.log(np.clip(P, eps, None))
+    return (logP - logP.mean(axis=1, keepdims=True)).max(axis=1)
+
+
+_COV_FUN = {"mc": max_confidence, "ne": negative_entropy, "mis": max_inverse_softmax}
+
+
+def _check_covariates(covariates) -> tuple:
+    if covariates is True:
+        return COVARIATES
+    if covariates is False or covariates is None:
+        return ()
+    if isinstance(covariates, str):
+        covariates = (covariates,)
+    try:
+        cov = tuple(str(c).lower() for c in covariates)
+    except TypeError:
+        raise TypeError(f"covariates must be True/False or a sequence of names from {COVARIATES}, "
+                        f"got {covariates!r}") from None
+    bad = [c for c in cov if c not in COVARIATES]
+    if bad:
+        raise ValueError(f"unknown covariate(s) {bad}; choose among {COVARIATES} (or True for all, False for none)")
+    return cov
+
+
+def augment_features(X, posteriors, covariates=()):
+    """The quantifier's input x̂ = (x, posteriors, extra covariates) (QuAcc 2025, Sects. "The 1×n² Method" and
+    "Adding Covariates").
+
+    Parameters
+    ----------
+    X : array-like or scipy sparse matrix, shape (m, d)
+        Original covariates.
+    posteriors : array-like, shape (m, n)
+        The classifier's posteriors Pr(y_i | x), rows summing to 1.
+    covariates : True, False or sequence of {"mc", "ne", "mis"}
+        Extra covariates appended, in this order (True: all three).
+
+    Returns
+    -------
+    ndarray of float, shape (m, d + n + k); or a CSR matrix of the same shape when ``X`` is sparse.
+
+    Raises
+    ------
+    ValueError
+        Row counts differ, posteriors are not distributions, unknown covariate names.
+    """
+    cov = _check_covariates(covariates)
+    P = _check_posteriors(posteriors)
+    if not hasattr(X, "shape") or len(X.shape) != 2:
+        raise ValueError(f"X must be a 2-d array or sparse matrix, got {type(X).__name__}")
+    if X.shape[0] != P.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but posteriors has {P.shape[0]}; pass the posteriors of X's items")
+    extra = np.column_stack([P] + [_COV_FUN[c](P) for c in cov])
+    if sp.issparse(X):
+        return sp.hstack([X, sp.csr_matrix(extra)], format="csr")
+    return np.hstack([np.asarray(X, dtype=float), extra])
+
+
+def cell_labels(y_true, y_pred, n_classes: int, variant: str = "1xn2") -> np.ndarray:
+    """Relabel items from 𝒴 to the cells of the contingency table (QuAcc 2025, Sect. "QuAcc").
+
+    ``y_true``, ``y_pred``: int (m,) in 0..n-1. ``variant``: "1xn2" gives ``i * n + j`` for true i predicted
+    j (row-major cells, 0..n²-1); "1xn+1" gives i for a correct item of class i and n for every error (the
+    merged class C_≠); "nxn" gives the true class i (each predicted class j has its own quantifier).
+    Returns int64 (m,). Raises ValueError on labels outside 0..n-1 or an unknown variant.
+    """
+    contingency_table(y_true, y_pred, n_classes)  # validates the labels and the lengths
+    y_true, y_pred = np.asarray(y_true).astype(np.int64), np.asarray(y_pred).astype(np.int64)
+    if variant == "1xn2":
+        return y_true * n_classes + y_pred
+    if variant == "1xn+1":
+        return np.where(y_true == y_pred, y_true, n_classes)
+    if variant == "nxn":
+        return y_true.copy()
+    raise ValueError(f"variant must be '1xn2', 'nxn' or '1xn+1', got {variant!r}")
+
+
+# ----------------------------------------------------------------------------------------------- quantifiers
+class _Constant:
+    """Stand-in quantifier when V has a single class in a group: its prevalence is 1."""
+
+    def __init__(self, label):
+        self.classes_ = np.array([label])
+
+    def classify(self, X):
+        return np.zeros(X.shape[0])
+
+    def aggregate(self, predictions):
+        return np.ones(1)
+
+
+@dataclass
+class _Classified:
+    """Per-item output of :meth:`_QuAcc.classify` for a pool of items (aggregated per sample)."""
+
+    pred: np.ndarray  # h's predicted class, (m,)
+    parts: list  # per quantifier: (rows of the pool it covers (m_k,), its per-item predictions)
+    where: np.ndarray  # position of each pool item inside its part's predictions, (m,)
+
+
+class _QuAcc(CAPEstimator):
+    """Shared fit/predict of the QuAcc variants; subclasses set ``_variant`` and ``_table``."""
+
+    _variant = None
+
+    def __init__(self, classifier, quantifier="sld", measure="accuracy", C=1.0, class_weight=None,
+                 recalib=None, bandwidth=0.1, covariates=False, random_state=None):
+        super().__init__(classifier, measure=measure, random_state=random_state)
+        self.quantifier = quantifier
+        self.C = C
+        self.class_weight = class_weight
+        self.recalib = recalib
+        self.bandwidth = bandwidth
+        self.covariates = covariates
+
+    # -- construction ---------------------------------------------------------------------------
+    def _build_quantifier(self) -> AggregativeQuantifier:
+        q = self.quantifier
+        if isinstance(q, AggregativeQuantifier):
+            return copy.deepcopy(q)
+        if not isinstance(q, str):
+            raise TypeError(f"quantifier must be one of {QUANTIFIERS} or a quapy AggregativeQuantifier instance, "
+                            f"got {type(q).__name__}")
+        key = q.lower()
+        if key not in QUANTIFIERS:
+            raise ValueError(f"unknown quantifier {q!r}; choose one of {QUANTIFIERS} or pass a quapy "
+                             "AggregativeQuantifier instance")
+        lr = LogisticRegression(C=self.C, class_weight=self.class_weight, max_iter=1000,
+                                random_state=self.random_state)
+        if key == "cc":
+            return CC(lr)
+        if key == "sld":
+            if self.recalib not in (None, "bcts", "ts", "vs", "nbvs"):
+                raise ValueError(f"recalib must be None or a QuaPy EMQ calibration ('bcts', 'ts', 'vs', 'nbvs'), "
+                                 f"got {self.recalib!r}")
+            if self.recalib is None:
+                return EMQ(lr, val_split=None)
+            # QuaPy's EMQ.EMQ_BCTS recipe (Alexandari et al. 2020); a failing calibrator is skipped
+            return EMQ(lr, val_split=5, exact_train_prev=False, calib=self.recalib, on_calib_error="backup")
+        if not (isinstance(self.bandwidth, (int, float)) and self.bandwidth > 0):
+            raise ValueError(f"bandwidth must be a positive float (KDEy kernel bandwidth), got {self.bandwidth!r}")
+        return KDEyML(lr, val_split=5, bandwidth=float(self.bandwidth), random_state=self.random_state)
+
+    def _fit_one(self, Xh, labels):
+        present = np.unique(labels)
+        if present.size == 1:
+            return _Constant(present[0])
+        q = self._build_quantifier()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", UserWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            q.fit(Xh, labels)
+        return q
+
+    def _features(self, X, posteriors=None):
+        if posteriors is None:
+            if not hasattr(self.classifier, "predict_proba"):
+                raise TypeError(f"QuAcc needs the classifier's posteriors, but {type(self.classifier).__name__} has "
+                                "no predict_proba (for SVC pass probability=True)")
+            posteriors = self.classifier.predict_proba(X)
+        posteriors = np.asarray(posteriors, dtype=float)
+        if posteriors.shape != (X.shape[0], self.n_classes_):
+            raise ValueError(f"posteriors must have shape ({X.shape[0]}, {self.n_classes_}), got {posteriors.shape}")
+        return augment_features(X, posteriors, self.covariates), posteriors.argmax(axis=1)
+
+    # -- fitting --------------------------------------------------------------------------------
+    def fit(self, X_val, y_val):
+        """Fit on V: ``X_val`` (m, d) dense or sparse, ``y_val`` (m,) int in 0..n-1. Returns self.
+
+        Relabels V's items into cells (:func:`cell_labels`) and trains the quantifier(s) on x̂.
+        Raises TypeError for a classifier without ``predict_proba``, ValueError for bad input.
+        """
+        check_classifier(self.classifier, need_proba=True)
+        _check_covariates(self.covariates)
+        return super().fit(X_val, y_val)
+
+    def _fit(self, X_val, y_val):
+        n = self.n_classes_
+        Xh, pred = self._features(X_val)
+        y_val = np.asarray(y_val).astype(np.int64)
+        if self._variant == "nxn":
+            self.quantifiers_ = []
+            for j in range(n):
+                mask = pred == j
+                self.quantifiers_.append(self._fit_one(Xh[mask], y_val[mask]) if mask.any() else None)
+        else:
+            self.quantifiers_ = [self._fit_one(Xh, cell_labels(y_val, pred, n, self._variant))]
+        self._cache = None
+
+    # -- prediction -----------------------------------------------------------------------------
+    def classify(self, X, posteriors=None) -> _Classified:
+        """Per-item predictions of the quantifier(s) for a pool ``X`` (m, d); aggregate slices with :meth:`aggregate`.
+
+        ``posteriors``: h's posteriors of X (m, n) if already computed. Classifying a pool once and
+        aggregating many index sets is what the experiment runner does.
+        """
+        self._check_fitted()
+        X = check_sample(X)
+        Xh, pred = self._features(X, posteriors)
+        where = np.zeros(X.shape[0], dtype=np.int64)
+        parts = []
+        groups = [np.arange(X.shape[0])] if self._variant != "nxn" else [np.flatnonzero(pred == j)
+                                                                      for j in range(self.n_classes_)]
+        for q, rows in zip(self.quantifiers_, groups):
+            where[rows] = np.arange(rows.size)
+            parts.append((rows, None if q is None or rows.size == 0 else q.classify(Xh[rows])))
+        return _Classified(pred, parts, where)
+
+    def aggregate(self, classified: _Classified, index=None) -> np.ndarray:
+        """Estimated table (n, n) of the sample made of ``index`` (int array into the pool; None = whole pool).
+
+        The table has rows = true class, columns = predicted class, cells >= 0, summing to 1.
+        """
+        self._check_fitted()
+        idx = np.arange(classified.pred.size) if index is None else np.asarray(index)
+        if idx.size == 0:
+            raise ValueError("index selects no item: a sample needs at least one item")
+        n = self.n_classes_
+        pred = classified.pred[idx]
+        gamma = np.bincount(pred, minlength=n) / idx.size
+        if self._variant == "nxn":
+            T = np.zeros((n, n))
+            for j in range(n):
+                sel = idx[pred == j]
+                if sel.size == 0:
+                    continue
+                q = self.quantifiers_[j]
+                if q is None:  # no item of V was predicted j: no information, put the mass on the diagonal
+                    T[j, j] = gamma[j]
+                    continue
+                T[:, j] = gamma[j] * self._prevalence(q, classified.parts[j][1], classified.where[sel], n)
+            return T
+        q = self.quantifiers_[0]
+        size = n * n if self._variant == "1xn2" else n + 1
+        prev = self._prevalence(q, classified.parts[0][1], classified.where[idx], size)
+        if self._variant == "1xn2":
+            return prev.reshape(n, n)
+        return self._place_errors(prev[:n], prev[n], gamma)
+
+    @staticmethod
+    def _prevalence(q, preds, rows, size) -> np.ndarray:
+        """q's prevalence estimate on the given rows, scattered into a vector over all ``size`` labels."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            est = np.asarray(q.aggregate(preds[rows]), dtype=float)
+        est = np.clip(np.nan_to_num(est, nan=0.0), 0.0, None)
+        out = np.zeros(size)
+        out[np.asarray(q.classes_, dtype=np.int64)] = est
+        total = out.sum()
+        if total <= 0:
+            raise RuntimeError(f"the quantifier {type(q).__name__} returned no prevalence mass; check its input")
+        return out / total
+
+    def _place_errors(self, diag, err, gamma) -> np.ndarray:
+        raise NotImplementedError  # only the 1x(n+1) variant
+
+    def _predict_tables(self, samples, prevalences):
+        return np.stack([self.aggregate(self.classify(X)) for X in samples])
+
+    def predict_batch(self, samples, measure=None, prevalences=None, posteriors=None) -> np.ndarray:
+        """Estimated ``measure`` for each of k samples, shape (k,).
+
+        ``posteriors``: optional list of h's posterior matrices (m_k, n), one per sample. All samples are
+        classified in one pass and aggregated one by one. The tables of the last call are cached (for the
+        same list object of samples), so asking for several measures costs one quantification.
+        """
+        measure = self.measure if measure is None else measure
+        self._check_measure(measure)
+        self._check_fitted()
+        cache = getattr(self, "_cache", None)
+        if cache is not None and cache[0] is samples and len(cache[1]) == len(samples):
+            tables = cache[1]
+        else:
+            samples_c = [check_sample(X, f"samples[{i}]") for i, X in enumerate(samples)]
+            sizes = np.array([X.shape[0] for X in samples_c])
+            pool = sp.vstack(samples_c, format="csr") if sp.issparse(samples_c[0]) else np.vstack(samples_c)
+            post = None if posteriors is None else np.vstack([np.asarray(p, dtype=float) for p in posteriors])
+            cl = self.classify(pool, post)
+            ends = np.cumsum(sizes)
+            tables = np.stack([self.aggregate(cl, np.arange(e - s, e)) for s, e in zip(sizes, ends)])
+            self._cache = (samples, tables)
+        return np.asarray(get_measure(measure)(tables), dtype=float)
+
+
+class QuAcc1xN2(_QuAcc):
+    """QuAcc 1×n² (binary: 1×4; QuAcc 2025, Sect. "The 1×n² Method"): one quantifier over the n² cells.
+
+    Every item of V is relabelled with its cell ``i * n + j`` (true i, predicted j); a multiclass quantifier
+    trained on x̂ estimates the cell prevalences of a test sample, which, reshaped (n, n), are the table.
+    Cells absent from V get 0.
+
+    Parameters
+    ----------
+    classifier : fitted scikit-learn classifier with ``predict_proba`` over classes 0..n-1
+        The classifier h (never refitted).
+    quantifier : {"sld", "kdey", "cc"} or quapy AggregativeQuantifier
+        SLD/EMQ, KDEy-ML or classify-and-count on a ``LogisticRegression(C, class_weight)``; an instance
+        is deep-copied and fitted as is (``C``, ``class_weight``, ``recalib``, ``bandwidth`` then unused).
+    measure : str
+        Default measure of ``predict`` (:data:`capshift.tables.MEASURES`).
+    C, class_weight : float, None or "balanced"
+        Regularisation and class weighting of the quantifier's logistic regression (paper's grid:
+        C in 10^-3..10^3, class_weight in {None, "balanced"}).
+    recalib : None or "bcts" (or QuaPy's "ts", "vs", "nbvs")
+        Recalibration of SLD's posteriors (5-fold, QuaPy's ``EMQ_BCTS`` recipe); SLD only.
+    bandwidth : float
+        KDEy kernel bandwidth (paper's grid 0.01..0.20); KDEy only.
+    covariates : bool or sequence of {"mc", "ne", "mis"}
+        Extra covariates appended to x̂ (True: all three).
+    random_state : int or None
+        Seed of the logistic regression and of KDEy's folds.
+
+    Attributes
+    ----------
+    n_classes_, val_table_, val_pred_ : as every CAP estimator; ``quantifiers_`` : list of fitted quantifiers.
+    """
+
+    _variant = "1xn2"
+
+
+class QuAccNxN(_QuAcc):
+    """QuAcc n×n (binary: 2×2; QuAcc 2025, Sect. "The n×n Method"): one quantifier per predicted class.
+
+    The fraction γ_j of a test sample that h predicts as j is observed; quantifier j, trained on the items
+    of V predicted as j, estimates how they split over the true classes, so column j of the table is
+    ``γ_j * q̂_j``. Column sums therefore equal the observed γ exactly. If no item of V is predicted j,
+    the test items predicted j are put on the diagonal cell (j, j) (no information on their true class);
+    if they all have the same true class in V, that class gets all of column j. Parameters as
+    :class:`QuAcc1xN2`.
+    """
+
+    _variant = "nxn"
+
+
+class QuAcc1xNp1(_QuAcc):
+    """QuAcc 1×(n+1) (binary: 1×3; QuAcc 2025, Sect. "The 1×(n+1) Method"): n correct cells plus one error cell.
+
+    The quantifier estimates the diagonal d̂ (n) and the total error ê = P(C_≠). Only measures computable
+    from these are supported: ``accuracy`` for every n and, for n = 2, the F1 measures (F1 = 2TP / (2TP +
+    FP + FN) needs only FP + FN); asking for others (macro-F1 for n > 2, balanced accuracy) raises
+    ValueError.
+
+    To return a full (n, n) table summing to 1, the error mass ê is placed off the diagonal as follows:
+    column j receives ``m_j ∝ max(γ_j - d̂_j, 0)`` (the observed predicted-class fraction left over by the
+    correct cell; rescaled so that the m_j sum to ê), or, if every m_j is 0, proportionally to the
+    off-diagonal column sums of V's table; inside column j, m_j is split over the rows i ≠ j in proportion
+    to V's cells ``C_V[i, j]`` (uniformly if they are all 0). With exact d̂ and ê in the binary case this
+    reproduces the true table. Parameters as :class:`QuAcc1xN2`.
+    """
+
+    _variant = "1xn+1"
+
+    def supports(self, measure) -> bool:
+        """True for accuracy, and for F1 / binary F1 / macro-F1 when n = 2; False otherwise (and for callables)."""
+        if callable(measure) or not isinstance(measure, str):
+            return False
+        name = {"acc": "accuracy", "macro-f1": "macro_f1", "macrof1": "macro_f1"}.get(measure.lower(), measure.lower())
+        if name == "accuracy":
+            return True
+        n = getattr(self, "n_classes_", None)
+        if n is None:
+            n = len(getattr(self.classifier, "classes_", []))
+        return n == 2 and name in ("f1", "binary_f1", "macro_f1")
+
+    def _check_measure(self, measure):
+        get_measure(measure)
+        if not self.supports(measure):
+            raise ValueError(f"QuAcc1xNp1 merges all errors into one cell, so it only knows the diagonal and the "
+                             f"total error: it can estimate 'accuracy' (and F1 when n = 2), not {measure!r}. "
+                             "Use QuAcc1xN2 or QuAccNxN for measures that need the off-diagonal cells.")
+
+    def _place_errors(self, diag, err, gamma) -> np.ndarray:
+        n = self.n_classes_
+        V = self.val_table_
+        off = V * (1 - np.eye(n))
+        m = np.clip(gamma - diag, 0.0, None)
+        if m.sum() <= 0:
+            m = off.sum(axis=0)
+        if m.sum() <= 0:
+            m = np.ones(n)
+        m = err * m / m.sum()
+        T = np.diag(diag)
+        for j in range(n):
+            w = off[:, j].copy()
+            if w.sum() <= 0:
+                w = 1.0 - np.eye(n)[j]
+            T[:, j] += m[j] * w / w.sum()
+        return T
+
+
+_VARIANTS = {"1xn2": QuAcc1xN2, "nxn": QuAccNxN, "1xn+1": QuAcc1xNp1}
+
+
+# ----------------------------------------------------------------------------------------------- model selection
+#: A small grid (the default of :class:`QuAccGridSearch`): class weighting and the extra covariates.
+SMALL_GRID = {"class_weight": [None, "balanced"], "covariates": [False, True]}
+#: The paper's grid (Sect. "Results"): C in 10^-3..10^3, class weighting, covariates; plus per quantifier
+#: recalib in {None, "bcts"} (SLD) or bandwidth 0.01..0.20 (KDEy). Use with :func:`paper_grid`.
+PAPER_GRID = {"C": [10.0 ** i for i in range(-3, 4)], "class_weight": [None, "balanced"], "covariates": [False, True]}
+
+
+def paper_grid(quantifier: str) -> dict:
+    """The paper's full grid for ``quantifier`` ("cc", "sld" or "kdey"), a dict for ``ParameterGrid``."""
+    g = dict(PAPER_GRID)
+    if quantifier == "sld":
+        g["recalib"] = [None, "bcts"]
+    elif quantifier == "kdey":
+        g["bandwidth"] = [round(0.01 * i, 2) for i in range(1, 21)]
+    elif quantifier != "cc":
+        raise ValueError(f"quantifier must be 'cc', 'sld' or 'kdey', got {quantifier!r}")
+    return g
+
+
+class QuAccGridSearch(CAPEstimator):
+    """Model selection for QuAcc by accuracy-prediction error on held-out samples of V (QuAcc 2025, Sect. "Results").
+
+    V is split (stratified, ``holdout`` of it held out); every candidate — each estimator of ``estimators``
+    (e.g. the three variants, the paper's step (f)) with each parameter combination of ``param_grid``
+    (scikit-learn ``ParameterGrid``; the paper's steps (a)-(e)) — is fitted on the rest and scored by the mean
+    absolute error of its predicted ``measure`` on ``n_samples`` UPP samples of ``sample_size`` items drawn
+    from the held-out part (QuaPy's UPP via :func:`capshift.protocols.upp_indices`). The best candidate is
+    refitted on the whole V. Candidates that cannot estimate ``measure`` (1×(n+1) and macro-F1) are skipped.
+
+    Parameters
+    ----------
+    classifier : fitted classifier h (also set on every candidate).
+    estimators : QuAcc estimator or sequence of them (unfitted; cloned).
+    param_grid : dict or list of dicts
+        Grid over the estimators' constructor parameters (default :data:`SMALL_GRID`; :func:`paper_grid`
+        for the paper's).
+    measure : str
+        Measure whose prediction error is minimised (also the default of ``predict``).
+    holdout : float in (0, 1)
+        Fraction of V held out for scoring (default 0.4).
+    n_samples, sample_size : int
+        Scoring samples drawn from the held-out part (defaults 100 and 100).
+    random_state : int
+        Seeds the split and the samples (must be an int: selection is deterministic).
+
+    Attributes
+    ----------
+    best_estimator_, best_params_ (dict incl. "variant"), best_score_ (mean AE), cv_results_ (list of dicts).
+    """
+
+    def __init__(self, classifier, estimators=None, param_grid=None, measure="accuracy", holdout=0.4,
+                 n_samples=100, sample_size=100, random_state=0):
+        super().__init__(classifier, measure=measure, random_state=random_state)
+        self.estimators = estimators
+        self.param_grid = param_grid
+        self.holdout = holdout
+        self.n_samples = n_samples
+        self.sample_size = sample_size
+
+    def supports(self, measure) -> bool:
+        est = getattr(self, "best_estimator_", None)
+        if est is not None:
+            return est.supports(measure)
+        return any(e.supports(measure) for e in self._candidates_estimators())
+
+    def _candidates_estimators(self):
+        ests = self.estimators
+        if ests is None:
+            ests = [cls(self.classifier) for cls in _VARIANTS.values()]
+        elif isinstance(ests, _QuAcc):
+            ests = [ests]
+        ests = list(ests)
+        if not ests or not all(isinstance(e, _QuAcc) for e in ests):
+            raise TypeError("estimators must be a QuAcc estimator or a non-empty sequence of them "
+                            "(QuAcc1xN2, QuAccNxN, QuAcc1xNp1)")
+        return ests
+
+    def _fit(self, X_val, y_val):
+        from .protocols import upp_indices  # sampling of the scoring samples (QuaPy's UPP)
+
+        if not 0 < self.holdout < 1:
+            raise ValueError(f"holdout must be a fraction in (0, 1), got {self.holdout!r}")
+        if isinstance(self.random_state, bool) or not isinstance(self.random_state, (int, np.integer)):
+            raise TypeError(f"random_state must be an int (model selection draws random samples), got {self.random_state!r}")
+        n = self.n_classes_
+        grid = list(ParameterGrid(SMALL_GRID if self.param_grid is None else self.param_grid))
+        y_val = np.asarray(y_val)
+        tr, va = train_test_split(np.arange(len(y_val)), test_size=self.holdout, stratify=y_val,
+                                  random_state=int(self.random_state))
+        X_tr, X_va = X_val[tr], X_val[va]
+        y_va = y_val[va]
+        samples = upp_indices(y_va, self.sample_size, self.n_samples, int(self.random_state), n_classes=n)
+        post_va = self.classifier.predict_proba(X_va)
+        pred_va = post_va.argmax(axis=1)
+        true = get_measure(self.measure)(np.stack([contingency_table(y_va[s], pred_va[s], n) for s in samples]))
+        self.cv_results_, best = [], None
+        for est in self._candidates_estimators():
+            if not est.supports(self.measure):
+                continue
+            for params in grid:
+                cand = clone(est).set_params(classifier=self.classifier, random_state=self.random_state,
+                                             measure=self.measure, **params)
+                cand.fit(X_tr, y_val[tr])
+                cl = cand.classify(X_va, post_va)
+                pred = get_measure(self.measure)(np.stack([cand.aggregate(cl, s) for s in samples]))
+                score = float(np.mean(np.abs(pred - true)))
+                rec = {"variant": type(cand).__name__, **params, "mae": score}
+                self.cv_results_.append(rec)
+                if best is None or score < best[0]:
+                    best = (score, cand, rec)
+        if best is None:
+            raise ValueError(f"no candidate estimator supports measure {self.measure!r}")
+        self.best_score_, cand, rec = best
+        self.best_params_ = {k: v for k, v in rec.items() if k != "mae"}
+        self.best_estimator_ = clone(cand).set_params(classifier=self.classifier).fit(X_val, y_val)
+
+    def _predict_tables(self, samples, prevalences):
+        return self.best_estimator_._predict_tables(samples, prevalences)
+
+    def predict_batch(self, samples, measure=None, prevalences=None, posteriors=None) -> np.ndarray:
+        """As :meth:`capshift.quacc.QuAcc1xN2.predict_batch`, with the selected estimator."""
+        self._check_fitted()
+        measure = self.measure if measure is None else measure
+        self._check_measure(measure)
+        return self.best_estimator_.predict_batch(samples, measure, prevalences, posteriors)
+
+
+# ----------------------------------------------------------------------------------------------- runner names
+def _factory(cls, quantifier):
+    return lambda classifier, random_state: cls(classifier, quantifier=quantifier, random_state=random_state)
+
+
+def _selector(quantifier):
+    def make(classifier, random_state):
+        ests = [cls(classifier, quantifier=quantifier) for cls in _VARIANTS.values()]
+        grid = dict(SMALL_GRID)
+        if quantifier == "sld":
+            grid["recalib"] = [None, "bcts"]
+        return QuAccGridSearch(classifier, estimators=ests, param_grid=grid, random_state=random_state or 0)
+    return make
+
+
+_QNAMES = {"cc": "CC", "sld": "SLD", "kdey": "KDEy"}
+_VNAMES = {"1xn2": "1xn2", "nxn": "nxn", "1xn+1": "1xn+1"}
+#: Runner names (:data:`capshift.experiment.EXTRA_METHODS`): ``QuAcc<variant>_<quantifier>`` for the variants
+#: with default settings (variant in 1xn2, nxn, 1xn+1; quantifier in CC, SLD, KDEy), and ``QuAcc(<quantifier>)``
+#: for the model-selected QuAcc of the paper's tables (:class:`QuAccGridSearch` over the three variants and
+#: :data:`SMALL_GRID`, plus BCTS for SLD; selected on accuracy).
+METHODS = {f"QuAcc{_VNAMES[v]}_{_QNAMES[q]}": _factory(cls, q) for v, cls in _VARIANTS.items() for q in _QNAMES}
+METHODS.update({f"QuAcc({_QNAMES[q]})": _selector(q) for q in _QNAMES})
