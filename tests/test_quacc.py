@@ -214,7 +214,7 @@ def test_bad_input_is_reported():
         QuAcc1xN2(LinearSVC().fit(X_V, y_V)).fit(X_V, y_V)
     with pytest.raises(ValueError, match="posteriors has"):
         augment_features(X_V, h.predict_proba(X_V[:5]))
-    with pytest.raises(ValueError, match="summing to 1"):
+    with pytest.raises(ValueError, match="rows must sum to 1"):
         augment_features(X_V[:2], np.array([[0.5, 0.6, 0.0], [1, 0, 0]]))
     with pytest.raises(ValueError, match="bandwidth"):
         QuAcc1xN2(h, quantifier="kdey", bandwidth=0).fit(X_V, y_V)

@@ -74,14 +74,21 @@ def check_posteriors(P, n_classes: int | None = None, name: str = "posteriors", 
 
 
 def max_confidence(P) -> np.ndarray:
-    """Max-confidence score of each item, ``max_k P[i, k]``: float (m,) in [1/n, 1] (ATC-MC, Garg et al. 2022, Sect. 3)."""
-    return np.asarray(P, dtype=float).max(axis=1)
+    """Max-confidence score of each item, ``max_k P[i, k]``: float (m,) in [1/n, 1].
+
+    ``P``: posteriors (m, n), validated by :func:`check_posteriors`. ATC-MC's score (Garg et al. 2022,
+    Sect. 3) and QuAcc's MC covariate (Volpi et al. 2025, "Adding Covariates").
+    """
+    return check_posteriors(P).max(axis=1)
 
 
 def negative_entropy(P) -> np.ndarray:
-    """Negative Shannon entropy (nats) of each row, ``sum_k P log P`` (0 log 0 = 0): float (m,) in [-log n, 0]
-    (ATC-NE, Garg et al. 2022, Sect. 3)."""
-    P = np.asarray(P, dtype=float)
+    """Negative Shannon entropy (nats) of each row, ``sum_k P log P`` (0 log 0 = 0): float (m,) in [-log n, 0].
+
+    ``P``: posteriors (m, n), validated by :func:`check_posteriors`. ATC-NE's score (Garg et al. 2022,
+    Sect. 3) and QuAcc's NE covariate.
+    """
+    P = check_posteriors(P)
     return np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0).sum(axis=1)
 
 

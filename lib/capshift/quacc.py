@@ -36,6 +36,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import ParameterGrid, train_test_split
 
 from .base import CAPEstimator, check_classifier, check_sample
+from .baselines import check_posteriors, max_confidence, negative_entropy  # shared with ATC
 from .tables import contingency_table, get_measure
 
 __all__ = ["COVARIATES", "QUANTIFIERS", "max_confidence", "negative_entropy", "max_inverse_softmax",
@@ -50,35 +51,6 @@ _EPS = 1e-12  # floor of the posteriors inside logarithms (MIS); documented in m
 
 
 # ----------------------------------------------------------------------------------------------- covariates
-def _check_posteriors(P, name="posteriors") -> np.ndarray:
-    P = np.asarray(P, dtype=float)
-    if P.ndim != 2 or P.shape[1] < 2:
-        raise ValueError(f"{name} must be a 2-d array (items x classes) with at least 2 columns, got shape {P.shape}")
-    if not np.all(np.isfinite(P)) or np.any(P < 0) or not np.allclose(P.sum(axis=1), 1.0, atol=1e-6):
-        raise ValueError(f"{name} must hold finite non-negative rows summing to 1 (the classifier's "
-                         "predict_proba output)")
-    return P
-
-
-def max_confidence(posteriors) -> np.ndarray:
-    """Maximum confidence MC(p) = max_i p_i (QuAcc 2025, Sect. "Adding Covariates"; also ATC's score).
-
-    ``posteriors``: float (m, n), rows on the simplex. Returns float (m,) in [1/n, 1].
-    Raises ValueError for rows that are not distributions.
-    """
-    return _check_posteriors(posteriors).max(axis=1)
-
-
-def negative_entropy(posteriors) -> np.ndarray:
-    """Negative entropy NE(p) = sum_i p_i log p_i (natural log, 0 log 0 = 0; QuAcc 2025, Sect. "Adding Covariates").
-
-    ``posteriors``: float (m, n). Returns float (m,) in [-log n, 0]. Raises ValueError for bad rows.
-    """
-    P = _check_posteriors(posteriors)
-    logP = np.log(P, out=np.zeros_like(P), where=P > 0)
-    return (P * logP).sum(axis=1)
-
-
 def max_inverse_softmax(posteriors, eps: float = _EPS) -> np.ndarray:
     """Max inverse softmax MIS(p) = max_i (log p_i - mean_j log p_j) (QuAcc 2025, Sect. "Adding Covariates").
 
@@ -86,7 +58,7 @@ def max_inverse_softmax(posteriors, eps: float = _EPS) -> np.ndarray:
     at ``eps`` (default 1e-12) inside the logarithm so that a zero posterior gives a large finite value,
     never inf or NaN. ``posteriors``: float (m, n). Returns float (m,) >= 0 (0 for the uniform row).
     """
-    P = _check_posteriors(posteriors)
+    P = check_posteriors(posteriors)
     logP = np.log(np.clip(P, eps, None))
     return (logP - logP.mean(axis=1, keepdims=True)).max(axis=1)
 
@@ -135,7 +107,7 @@ def augment_features(X, posteriors, covariates=()):
         Row counts differ, posteriors are not distributions, unknown covariate names.
     """
     cov = _check_covariates(covariates)
-    P = _check_posteriors(posteriors)
+    P = check_posteriors(posteriors)
     if not hasattr(X, "shape") or len(X.shape) != 2:
         raise ValueError(f"X must be a 2-d array or sparse matrix, got {type(X).__name__}")
     if X.shape[0] != P.shape[0]:
