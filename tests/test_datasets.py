@@ -1,10 +1,14 @@
-"""Tests for capshift.datasets: registry, KEEL loading, the L/V/U split, and errors (no network used)."""
+"""Tests for capshift.datasets: registry, KEEL loading, the L/V/U split, the QuAcc text datasets (RCV1, IMDB;
+loaders replaced by fakes) and errors (no network used)."""
 import importlib.resources
+from pathlib import Path
 from types import SimpleNamespace
+from urllib.error import URLError
 
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 
 from capshift import datasets as D
 
@@ -131,3 +135,230 @@ def test_online_source_encodes_caches_and_filters(monkeypatch, tmp_path):
     X2, y2, classes2 = D.load_raw("yeast-multiclass", source="auto", cache_dir=tmp_path)
     assert calls == [{"id": 110}]  # second call served from the cache
     assert list(classes2) == ["CYT", "NUC"] and len(y2) == m - 1 - 50  # 'ERL' has < 100 items: dropped
+
+
+# ---------------------------------------------------------------------------------------------------------
+# QuAcc text datasets (online only): everything below replaces the loaders with fakes, no network is used
+# ---------------------------------------------------------------------------------------------------------
+# The 103 RCV1-v2 topic codes (LYRL2004 Appendix 1, rcv1.topics.txt), transcribed; not checked against the
+# download (fetch_rcv1().target_names) here.
+RCV1_CODES = """C11 C12 C13 C14 C15 C151 C1511 C152 C16 C17 C171 C172 C173 C174 C18 C181 C182 C183 C21 C22 C23
+C24 C31 C311 C312 C313 C32 C33 C331 C34 C41 C411 C42 CCAT E11 E12 E121 E13 E131 E132 E14 E141 E142 E143 E21 E211
+E212 E31 E311 E312 E313 E41 E411 E51 E511 E512 E513 E61 E71 ECAT G15 G151 G152 G153 G154 G155 G156 G157 G158 G159
+GCAT GCRIM GDEF GDIP GDIS GENT GENV GFAS GHEA GJOB GMIL GOBIT GODD GPOL GPRO GREL GSCI GSPO GTOUR GVIO GVOTE GWEA
+GWELF M11 M12 M13 M131 M132 M14 M141 M142 M143 MCAT""".split()
+
+
+def test_text_registry_and_names():
+    assert len(RCV1_CODES) == 103
+    assert D.TEXT_DATASETS == ("imdb", "rcv1.CCAT", "rcv1.GCAT", "rcv1.MCAT", "rcv1-tree.Root", "rcv1-tree.CCAT",
+                               "rcv1-tree.M1", "rcv1-tree.M14")
+    assert tuple(D.names(paper="quacc")) == D.TEXT_DATASETS
+    assert D.names(paper="quacc", task="binary") == ["imdb", "rcv1.CCAT", "rcv1.GCAT", "rcv1.MCAT"]
+    assert D.names(paper="quacc", offline=True) == []
+    assert not set(D.names()) & set(D.TEXT_DATASETS)  # default: LEAP datasets only
+    assert D.names(paper=None) == D.names() + list(D.TEXT_DATASETS)
+    assert all(not D.REGISTRY[k].offline and D.REGISTRY[k].paper == "quacc" for k in D.TEXT_DATASETS)
+    assert D.REGISTRY["rcv1-tree.M14"].node == "M14" and D.REGISTRY["rcv1.GCAT"].positive == "GCAT"
+    with pytest.raises(ValueError, match="paper"):
+        D.names(paper="lequa")
+    with pytest.raises(ValueError, match="fixed train/test split"):
+        D.load_raw("imdb")
+    with pytest.raises(ValueError, match="source='auto' or 'rcv1'"):
+        D.load("rcv1.CCAT", source="uci")
+    with pytest.raises(ValueError, match="only for the QuAcc text datasets"):
+        D.load_raw("iris.2", source="rcv1")
+    with pytest.raises(ValueError, match=r"rcv1\.MCAT"):
+        D.load("rcv1.MCA")
+
+
+def test_rcv1_hierarchy_by_prefix():
+    kids = {n: list(D.rcv1_children(n, RCV1_CODES)) for n in ("Root", "CCAT", "M1", "M14", "C1", "ECAT", "MCAT")}
+    # the paper's Table 2 class counts (Root 4, CCAT 4, M1 4, M14 3) and the authors' code comments
+    assert kids["Root"] == ["CCAT", "ECAT", "GCAT", "MCAT"]
+    assert kids["CCAT"] == ["C1", "C2", "C3", "C4"]
+    assert kids["M1"] == ["M11", "M12", "M13", "M14"] and kids["M14"] == ["M141", "M142", "M143"]
+    assert len(kids["C1"]) == 8 and len(kids["ECAT"]) == 7 and kids["MCAT"] == ["M1"]
+    sub = D.rcv1_children("CCAT", RCV1_CODES)
+    assert sub["C1"][0] == "C11" and "C1511" in sub["C1"] and "CCAT" not in sum(sub.values(), [])
+    assert D.rcv1_children("M14", RCV1_CODES)["M141"] == ["M141"]
+    assert [D.rcv1_parent(c) for c in ("Root", "MCAT", "C1511", "C15", "C1", "GSPO", "G151")] == \
+        [None, "Root", "C151", "C1", "CCAT", "GCAT", "G15"]
+    assert all(D.rcv1_parent(c) for c in RCV1_CODES)  # every corpus code has a derivable parent
+    with pytest.raises(ValueError, match="cannot derive"):
+        D.rcv1_parent("X99")
+
+
+# Synthetic RCV1: story types = (codes carried, ancestor-closed as in RCV1-v2), with the expected class of
+# each registered dataset (None = not in that dataset). Row i of the fake data has X[i, 0] = its story id.
+TYPES = [  # codes,                                  Root,   CCAT-tree, M1,    M14,    CCAT?, GCAT?, MCAT?
+    (["CCAT", "C15", "C151"],                          "CCAT", "C1",  None,  None,   1, 0, 0),
+    (["CCAT", "C21"],                                  "CCAT", "C2",  None,  None,   1, 0, 0),
+    (["CCAT", "C31"],                                  "CCAT", "C3",  None,  None,   1, 0, 0),
+    (["CCAT", "C41", "C411"],                          "CCAT", "C4",  None,  None,   1, 0, 0),
+    (["CCAT", "C11", "C21"],                           "CCAT", None,  None,  None,   1, 0, 0),  # 2 CCAT children
+    (["CCAT"],                                         "CCAT", None,  None,  None,   1, 0, 0),  # no child
+    (["ECAT", "E11"],                                  "ECAT", None,  None,  None,   0, 0, 0),
+    (["GCAT", "GCRIM"],                                "GCAT", None,  None,  None,   0, 1, 0),
+    (["MCAT", "M11"],                                  "MCAT", None,  "M11", None,   0, 0, 1),
+    (["MCAT", "M12"],                                  "MCAT", None,  "M12", None,   0, 0, 1),
+    (["MCAT", "M13", "M131"],                          "MCAT", None,  "M13", None,   0, 0, 1),
+    (["MCAT", "M14", "M141"],                          "MCAT", None,  "M14", "M141", 0, 0, 1),
+    (["MCAT", "M14", "M142"],                          "MCAT", None,  "M14", "M142", 0, 0, 1),
+    (["MCAT", "M14", "M143"],                          "MCAT", None,  "M14", "M143", 0, 0, 1),
+    (["MCAT", "M14", "M141", "M142"],                  "MCAT", None,  "M14", None,   0, 0, 1),  # 2 M14 children
+    (["CCAT", "C15", "C151", "MCAT", "M14", "M141"],   None,   "C1",  "M14", "M141", 1, 0, 1),  # 2 Root children
+]
+COLS = {"rcv1-tree.Root": 1, "rcv1-tree.CCAT": 2, "rcv1-tree.M1": 3, "rcv1-tree.M14": 4, "rcv1.CCAT": 5,
+        "rcv1.GCAT": 6, "rcv1.MCAT": 7}
+N_PER_TYPE = {"train": 8, "test": 5}
+
+
+def _fake_rcv1_bunch(subset, codes):
+    rng = np.random.default_rng(0 if subset == "train" else 1)
+    types = np.repeat(np.arange(len(TYPES)), N_PER_TYPE[subset])
+    rng.shuffle(types)
+    m, d = len(types), 30
+    ids = np.arange(m) + (1 if subset == "train" else 10_001)
+    rest = sp.random(m, d - 1, density=0.1, format="csr", random_state=rng)
+    X = sp.hstack([sp.csr_matrix(ids[:, None].astype(float)), rest], format="csr")
+    Y = sp.lil_matrix((m, len(codes)), dtype=np.uint8)
+    for i, t in enumerate(types):
+        for c in TYPES[t][0]:
+            Y[i, codes.index(c)] = 1
+    return SimpleNamespace(data=X, target=Y.tocsr(), target_names=np.array(codes, dtype=object), sample_id=ids), \
+        dict(zip(ids, types))
+
+
+@pytest.fixture
+def fake_rcv1(monkeypatch):
+    import sklearn.datasets
+    codes = sorted(RCV1_CODES)
+    calls, type_of = [], {}
+
+    def fetch(*, data_home=None, subset="all", **kw):
+        calls.append((data_home, subset))
+        bunch, types = _fake_rcv1_bunch(subset, codes)
+        type_of.update(types)
+        return bunch
+    monkeypatch.setattr(sklearn.datasets, "fetch_rcv1", fetch)
+    return SimpleNamespace(calls=calls, type_of=type_of)
+
+
+def _expected(name, subset, type_of):
+    """Expected (story ids, label names) of a pool, from the TYPES table."""
+    col = COLS[name]
+    out = {}
+    for sid, t in type_of.items():
+        if (sid > 10_000) == (subset == "test") and TYPES[t][col] is not None:
+            out[sid] = TYPES[t][col]
+    return out
+
+
+@pytest.mark.parametrize("name", [k for k in D.TEXT_DATASETS if k.startswith("rcv1")])
+def test_rcv1_fake_corpus_labels_split_sparsity(fake_rcv1, name, tmp_path):
+    s = D.load(name, seed=3, cache_dir=tmp_path)
+    assert fake_rcv1.calls == [(str(tmp_path), "train"), (str(tmp_path), "test")]
+    for part in (s.X_L, s.X_V, s.X_U):
+        assert sp.issparse(part) and part.format == "csr" and part.dtype == np.float64 and part.shape[1] == 30
+    for part_y in (s.y_L, s.y_V, s.y_U):
+        assert part_y.dtype == np.int64
+    info = D.REGISTRY[name]
+    if info.task == "binary":
+        assert list(s.classes) == ["rest", info.positive] and s.n_classes == 2
+    else:
+        assert list(s.classes) == list(D.rcv1_children(info.node, RCV1_CODES)) and s.n_classes == len(s.classes)
+    # every kept story has its expected label; dropped stories (multi-labelled / child-less) are absent
+    for subset, parts in (("train", [(s.X_L, s.y_L), (s.X_V, s.y_V)]), ("test", [(s.X_U, s.y_U)])):
+        got = {}
+        for X, y in parts:
+            sid = X[:, 0].toarray().ravel().astype(int)
+            got |= dict(zip(sid, (s.classes[y] if info.task == "multiclass" else y).tolist()))
+        exp = _expected(name, subset, fake_rcv1.type_of)
+        if info.task == "binary":  # one-vs-rest keeps every story
+            assert set(got) == {k for k in fake_rcv1.type_of if (k > 10_000) == (subset == "test")}
+        assert got == exp
+    # L/V: stratified 50/50 of the training pool; U = the whole (filtered) test pool
+    assert abs(len(s.y_L) - len(s.y_V)) <= 1
+    assert len(s.y_L) + len(s.y_V) == len(_expected(name, "train", fake_rcv1.type_of))
+    diff = np.bincount(s.y_L, minlength=s.n_classes) - np.bincount(s.y_V, minlength=s.n_classes)
+    assert np.abs(diff).max() <= 1  # stratified: per-class counts of L and V differ by at most 1
+
+
+def test_rcv1_expected_pool_sizes(fake_rcv1, tmp_path):
+    # stories per type: 8 train, 5 test. Root drops 1 type (2 Root children); CCAT-tree keeps 5 types,
+    # M1 8 types, M14 4 types (M141, M142, M143, and the C151+M141 story).
+    for name, n_types in (("rcv1-tree.Root", 15), ("rcv1-tree.CCAT", 5), ("rcv1-tree.M1", 8),
+                          ("rcv1-tree.M14", 4), ("rcv1.CCAT", 16)):
+        s = D.load(name, seed=0, cache_dir=tmp_path)
+        assert len(s.y_L) + len(s.y_V) == 8 * n_types and len(s.y_U) == 5 * n_types
+    s = D.load("rcv1.GCAT", seed=0, cache_dir=tmp_path)
+    assert s.y_U.sum() == 5 and s.y_L.sum() + s.y_V.sum() == 8
+
+
+def test_text_split_deterministic_by_seed(fake_rcv1, tmp_path):
+    a, b, c = (D.load("rcv1-tree.M1", seed=k, cache_dir=tmp_path) for k in (1, 1, 2))
+    def ids(X):
+        return X[:, 0].toarray().ravel()
+    assert np.array_equal(ids(a.X_L), ids(b.X_L)) and np.array_equal(a.y_V, b.y_V)
+    assert (a.X_L != b.X_L).nnz == 0
+    assert not np.array_equal(np.sort(ids(a.X_L)), np.sort(ids(c.X_L)))
+    assert np.array_equal(ids(a.X_U), ids(c.X_U))  # U = the test pool, independent of the seed
+    assert "rcv1-tree.M1" in repr(a) and "n_classes=4" in repr(a)
+
+
+def test_default_cache_dirs(fake_rcv1, monkeypatch):
+    import quapy.data.datasets as qd
+    seen = []
+    monkeypatch.setattr(qd, "fetch_reviews", lambda *a, **kw: seen.append((a, kw)) or _fake_imdb())
+    D.load_pools("rcv1.MCAT")
+    assert fake_rcv1.calls[0][0] == str(D.CACHE_DIR / "sklearn")
+    D.load_pools("imdb")
+    assert seen == [(("imdb",), dict(tfidf=True, min_df=10, pickle=True, data_home=str(D.CACHE_DIR / "quapy")))]
+    assert str(D.CACHE_DIR).startswith(str(Path.home()))
+
+
+def _fake_imdb():
+    from quapy.data.base import Dataset, LabelledCollection
+    rng = np.random.default_rng(0)
+    tr = LabelledCollection(sp.random(40, 25, density=0.2, format="csr", random_state=rng), np.repeat([0, 1], 20))
+    te = LabelledCollection(sp.random(30, 25, density=0.2, format="csr", random_state=rng), np.repeat([0, 1], 15))
+    return Dataset(tr, te, name="imdb")
+
+
+def test_imdb_fake(monkeypatch, tmp_path):
+    import quapy.data.datasets as qd
+    fake = _fake_imdb()
+    monkeypatch.setattr(qd, "fetch_reviews", lambda *a, **kw: fake)
+    s = D.load("imdb", seed=0, cache_dir=tmp_path)
+    assert list(s.classes) == ["negative", "positive"] and s.n_classes == 2
+    assert len(s.y_L) == len(s.y_V) == 20 and s.y_L.sum() == s.y_V.sum() == 10
+    assert sp.issparse(s.X_L) and s.X_L.dtype == np.float64 and s.X_U.shape == (30, 25)
+    assert (s.X_U != fake.test.instances).nnz == 0 and np.array_equal(s.y_U, fake.test.labels)
+    Xtr = fake.training.instances
+    # L and V partition the training pool, rows unchanged (no scaling)
+    rows = np.vstack([s.X_L.toarray(), s.X_V.toarray()])
+    assert sorted(map(tuple, rows)) == sorted(map(tuple, Xtr.toarray()))
+
+
+@pytest.mark.parametrize("name, loader, exc", [
+    ("rcv1.CCAT", "sklearn.datasets.fetch_rcv1", URLError("[Errno -3] Temporary failure in name resolution")),
+    ("rcv1-tree.M14", "sklearn.datasets.fetch_rcv1", ConnectionError("Connection refused")),
+    ("imdb", "quapy.datasets.fetch_reviews", URLError("[Errno -2] Name or service not known")),
+    ("imdb", "quapy.datasets.fetch_reviews", OSError("Network is unreachable")),
+])
+def test_text_offline_gives_helpful_error(monkeypatch, tmp_path, name, loader, exc):
+    import quapy.data.datasets as qd
+    import sklearn.datasets
+
+    def fail(*a, **kw):
+        raise exc
+    monkeypatch.setattr(sklearn.datasets, "fetch_rcv1", fail)
+    monkeypatch.setattr(qd, "fetch_reviews", fail)
+    with pytest.raises(D.DatasetUnavailableError) as e:
+        D.load(name, seed=0, cache_dir=tmp_path)
+    msg = str(e.value)
+    task = D.REGISTRY[name].task
+    assert f"'{name}'" in msg and loader in msg and type(exc).__name__ in msg and str(tmp_path) in msg
+    assert "network" in msg and str(D.names(task, offline=True)) in msg  # the offline alternatives
+    assert ("'spambase'" if task == "binary" else "'letter'") in msg

