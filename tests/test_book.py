@@ -165,6 +165,16 @@ def test_build_fails_on_any_warning(tmp_path, broken):
         assert (tmp_path / "_build/html/index.html").exists()
 
 
+def test_markdown_outputs_render_tables(tmp_path):
+    # chapters display result tables as Markdown outputs; commonmark rendering would print them as raw text
+    body = "from IPython.display import Markdown, display\ndisplay(Markdown('| a | b |\\n|---|---|\\n| 1 | 2 |'))"
+    toc = scratch_book(tmp_path, {"intro": notebook_page("A", "n: int = 1  # n", body)})
+    res = run_book("build", "--toc", toc, "--out", tmp_path / "_build", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    html = (tmp_path / "_build/html/book/intro.html").read_text()
+    assert "<table" in html and "<p>| a | b |" not in html
+
+
 def test_chapter_reexecutes_one_and_reuses_the_rest(tmp_path):
     pages = {"intro": notebook_page("A", "n: int = 1  # n", "from myst_nb import glue\nglue('nn', n)"),
              "other": notebook_page("B", "k: int = 2  # k")}
