@@ -58,7 +58,7 @@ def test_run_many_parallel_equals_serial():
     pd.testing.assert_frame_equal(a[cols], b[cols])
 
 
-def test_extra_methods_go_through_predict_batch(monkeypatch):
+def test_extra_methods_go_through_predict_measures(monkeypatch):
     from capshift import experiment
     from capshift.baselines import Naive
 
@@ -94,3 +94,18 @@ def test_summarise_average_std_is_pooled():
     allv = np.concatenate(list(ae.values()))
     assert s.loc["Average", ("mean", "M")] == pytest.approx(allv.mean())
     assert s.loc["Average", ("std", "M")] == pytest.approx(allv.std(ddof=0), rel=0.02)  # pooled, not mean of stds
+
+
+@pytest.mark.parametrize("name", ["CBPE", "RCA", "QuAccnxn_SLD", "ATC"])
+def test_predict_measures_equals_one_measure_at_a_time(name):
+    from capshift import datasets
+    from capshift.experiment import EXTRA_METHODS
+
+    split = datasets.load("cmc.1", seed=0)
+    h = make_classifier("lr", 0).fit(split.X_L, split.y_L)
+    est = EXTRA_METHODS[name](h, 0).fit(split.X_V, split.y_V)
+    samples = [split.X_U[:100], split.X_U[100:250]]
+    both = est.predict_measures(samples, ["accuracy", "f1"])
+    assert set(both) == {m for m in ("accuracy", "f1") if est.supports(m)}
+    for m, v in both.items():
+        np.testing.assert_allclose(v, est.predict_batch(samples, m))

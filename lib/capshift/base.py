@@ -128,6 +128,15 @@ class CAPEstimator(BaseEstimator):
         self._check_measure(measure)
         return np.asarray(get_measure(measure)(self.predict_table_batch(samples, prevalences)), dtype=float)
 
+    def predict_measures(self, samples, measures, prevalences=None, posteriors=None) -> dict:
+        """Estimated values of several measures at once: ``{measure: float array (k,)}``.
+
+        Measures the method does not support are left out (no entry), so a results table leaves
+        those cells empty. Methods that estimate a table compute it once per sample for all the
+        measures; the default calls :meth:`predict_batch` per measure. Arguments as there.
+        """
+        return {m: self.predict_batch(samples, m, prevalences, posteriors) for m in measures if self.supports(m)}
+
     def supports(self, measure) -> bool:
         """Whether the method can estimate ``measure`` (False for measure-only methods asked for others)."""
         return self.supported_measures is None or measure in self.supported_measures

@@ -242,14 +242,31 @@ class _PosteriorBaseline(CAPEstimator):
         measure = self.measure if measure is None else measure
         self._check_fitted()
         self._check_measure(measure)
+        samples, post, prevalences = self._prepare(samples, prevalences, posteriors)
+        if self._table_method:
+            return np.asarray(get_measure(measure)(self._tables(samples, post, prevalences)), dtype=float)
+        return np.asarray(self._predict_values(samples, post, measure, prevalences), dtype=float)
+
+    def predict_measures(self, samples, measures, prevalences=None, posteriors=None) -> dict:
+        """``{measure: (k,)}`` for the supported ``measures``; table methods (CBPE, RCA) estimate each
+        sample's table once for all of them. Arguments and errors as :meth:`predict_batch`."""
+        if not self._table_method:
+            return super().predict_measures(samples, measures, prevalences, posteriors)
+        measures = [m for m in measures if self.supports(m)]
+        if not measures:
+            return {}
+        self._check_fitted()
+        tables = self._tables(*self._prepare(samples, prevalences, posteriors))
+        return {m: np.asarray(get_measure(m)(tables), dtype=float) for m in measures}
+
+    def _prepare(self, samples, prevalences, posteriors):
+        """Validated samples, their posteriors and the (k, n) prevalences (or None)."""
         samples = [check_sample(X, f"samples[{i}]") for i, X in enumerate(samples)]
         post = self._sample_posteriors(samples, posteriors)
         if prevalences is not None:
             prevalences = check_prevalence(np.asarray(prevalences, dtype=float).reshape(len(samples), -1),
                                            self.n_classes_, "prevalences")
-        if self._table_method:
-            return np.asarray(get_measure(measure)(self._tables(samples, post, prevalences)), dtype=float)
-        return np.asarray(self._predict_values(samples, post, measure, prevalences), dtype=float)
+        return samples, post, prevalences
 
     def _predict_tables(self, samples, prevalences):
         if not self._table_method:

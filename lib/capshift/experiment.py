@@ -13,7 +13,7 @@ Methods are named as in the paper's tables: ``Naive`` and ``<variant>_<quantifie
 (e.g. ``LEAP_ACC``, ``O-LEAP_KDEy``, ``S-LEAP_oracle``), plus every name in :data:`EXTRA_METHODS`
 (factories ``(classifier, random_state) -> estimator`` that other modules register, e.g. the
 baselines). Methods without the shared ``tables_from_prevalences`` path are evaluated through
-``predict_batch`` with h's posteriors on each sample, sliced from one ``predict_proba`` of U;
+``predict_measures`` with h's posteriors on each sample, sliced from one ``predict_proba`` of U;
 a method asked for a measure it does not support (``supports``) gets no rows for that measure.
 """
 from __future__ import annotations
@@ -181,9 +181,8 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
             samples = [split.X_U[i] for i in idx]
             post = None if post_U is None else [post_U[i] for i in idx]
             t0 = time.perf_counter()
-            predictions = {m: est.predict_batch(samples, m, prevalences=true_prev, posteriors=post)
-                           for m in measures if est.supports(m)}
-            secs = (time.perf_counter() - t0) / (k * max(1, len(predictions)))
+            predictions = est.predict_measures(samples, measures, prevalences=true_prev, posteriors=post)
+            secs = (time.perf_counter() - t0) / k
         secs = np.broadcast_to(secs, (k,))
         paths = getattr(est, "paths_", np.full(k, "", dtype=object))
         for m, pred_v in predictions.items():

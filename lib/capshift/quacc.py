@@ -248,7 +248,6 @@ class _QuAcc(CAPEstimator):
                 self.quantifiers_.append(self._fit_one(Xh[mask], y_val[mask]) if mask.any() else None)
         else:
             self.quantifiers_ = [self._fit_one(Xh, cell_labels(y_val, pred, n, self._variant))]
-        self._cache = None
 
     # -- prediction -----------------------------------------------------------------------------
     def classify(self, X, posteriors=None) -> _Classified:
@@ -323,26 +322,27 @@ class _QuAcc(CAPEstimator):
     def predict_batch(self, samples, measure=None, prevalences=None, posteriors=None) -> np.ndarray:
         """Estimated ``measure`` for each of k samples, shape (k,).
 
-        ``posteriors``: optional list of h's posterior matrices (m_k, n), one per sample. All samples are
-        classified in one pass and aggregated one by one. The tables of the last call are cached (for the
-        same list object of samples), so asking for several measures costs one quantification.
+        ``posteriors``: optional list of h's posterior matrices (m_k, n), one per sample (used instead of
+        calling h again). All samples are classified in one pass and aggregated one by one.
         """
         measure = self.measure if measure is None else measure
         self._check_measure(measure)
+        return self.predict_measures(samples, [measure], prevalences, posteriors)[measure]
+
+    def predict_measures(self, samples, measures, prevalences=None, posteriors=None) -> dict:
+        """``{measure: (k,)}`` for the supported ``measures``, from one table estimate per sample."""
+        measures = [m for m in measures if self.supports(m)]
+        if not measures:
+            return {}
         self._check_fitted()
-        cache = getattr(self, "_cache", None)
-        if cache is not None and cache[0] is samples and len(cache[1]) == len(samples):
-            tables = cache[1]
-        else:
-            samples_c = [check_sample(X, f"samples[{i}]") for i, X in enumerate(samples)]
-            sizes = np.array([X.shape[0] for X in samples_c])
-            pool = sp.vstack(samples_c, format="csr") if sp.issparse(samples_c[0]) else np.vstack(samples_c)
-            post = None if posteriors is None else np.vstack([np.asarray(p, dtype=float) for p in posteriors])
-            cl = self.classify(pool, post)
-            ends = np.cumsum(sizes)
-            tables = np.stack([self.aggregate(cl, np.arange(e - s, e)) for s, e in zip(sizes, ends)])
-            self._cache = (samples, tables)
-        return np.asarray(get_measure(measure)(tables), dtype=float)
+        samples_c = [check_sample(X, f"samples[{i}]") for i, X in enumerate(samples)]
+        sizes = np.array([X.shape[0] for X in samples_c])
+        pool = sp.vstack(samples_c, format="csr") if sp.issparse(samples_c[0]) else np.vstack(samples_c)
+        post = None if posteriors is None else np.vstack([np.asarray(p, dtype=float) for p in posteriors])
+        cl = self.classify(pool, post)
+        ends = np.cumsum(sizes)
+        tables = np.stack([self.aggregate(cl, np.arange(e - s, e)) for s, e in zip(sizes, ends)])
+        return {m: np.asarray(get_measure(m)(tables), dtype=float) for m in measures}
 
 
 class QuAcc1xN2(_QuAcc):
