@@ -165,14 +165,17 @@ def test_build_fails_on_any_warning(tmp_path, broken):
         assert (tmp_path / "_build/html/index.html").exists()
 
 
-def test_markdown_outputs_render_tables(tmp_path):
+def test_markdown_outputs_render_tables_and_math_is_local(tmp_path):
     # chapters display result tables as Markdown outputs; commonmark rendering would print them as raw text
     body = "from IPython.display import Markdown, display\ndisplay(Markdown('| a | b |\\n|---|---|\\n| 1 | 2 |'))"
-    toc = scratch_book(tmp_path, {"intro": notebook_page("A", "n: int = 1  # n", body)})
+    toc = scratch_book(tmp_path, {"intro": notebook_page("A table and $x^2$", "n: int = 1  # n", body)})
     res = run_book("build", "--toc", toc, "--out", tmp_path / "_build", cwd=tmp_path)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     html = (tmp_path / "_build/html/book/intro.html").read_text()
     assert "<table" in html and "<p>| a | b |" not in html
+    # math is typeset by a MathJax copy inside the site, not fetched from a CDN
+    assert (tmp_path / "_build/html/_static/mathjax/tex-chtml.js").exists()
+    assert 'src="../_static/mathjax/tex-chtml.js"' in html
 
 
 def test_chapter_reexecutes_one_and_reuses_the_rest(tmp_path):
