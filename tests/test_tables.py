@@ -53,6 +53,8 @@ def test_registry_and_errors():
         T.contingency_table(["a", "b"], ["a", "a"], 2)
     with pytest.raises(ValueError, match="sum to 1"):
         T.check_table(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="sum to 1"):  # the tolerance is absolute, 1e-6 by default
+        T.check_table(np.full((2, 2), 0.25 + 2e-6))
     with pytest.raises(ValueError, match="pos must be"):
         T.f1(np.eye(2) / 2, pos=2)
 

@@ -138,8 +138,15 @@ class CAPEstimator(BaseEstimator):
         return {m: self.predict_batch(samples, m, prevalences, posteriors) for m in measures if self.supports(m)}
 
     def supports(self, measure) -> bool:
-        """Whether the method can estimate ``measure`` (False for measure-only methods asked for others)."""
-        return self.supported_measures is None or measure in self.supported_measures
+        """Whether the method can estimate ``measure`` (False for measure-only methods asked for others).
+
+        Names and aliases are resolved (``"acc"`` is ``"accuracy"``); raises ValueError for an unknown name.
+        """
+        if self.supported_measures is None:
+            get_measure(measure)
+            return True
+        f = get_measure(measure)
+        return any(f is get_measure(m) for m in self.supported_measures)
 
     def _predict_tables(self, samples, prevalences):
         raise NotImplementedError

@@ -28,7 +28,7 @@ from scipy.linalg import lu_factor, lu_solve
 from scipy.optimize import minimize
 
 from .base import CAPEstimator
-from .equations import governing_system
+from .equations import governing_system, validation_rates
 from .quantifiers import check_prevalence, make_quantifier
 from .tables import check_table, true_prevalence
 
@@ -205,9 +205,9 @@ class _LEAPEstimator(CAPEstimator):
         elif self.quantifier_.n_classes_ != self.n_classes_:
             raise ValueError(f"the shared quantifier was fitted on {self.quantifier_.n_classes_} classes, "
                              f"the classifier has {self.n_classes_}")
-        self.solver_ = None
         if self._method == "sleap":
-            sleap_table(self.val_table_, true_prevalence(self.val_table_))  # validates V once
+            validation_rates(self.val_table_)  # every class must occur in V (else: a clear error now)
+            self.solver_ = None
         else:
             self.solver_ = TableSolver(self.val_table_, self._method, self.solver)
 

@@ -27,9 +27,27 @@ from quapy.method.aggregative import ACC, CC, EMQ, AggregativeQuantifier, KDEyML
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
-__all__ = ["QUANTIFIERS", "Quantifier", "make_quantifier", "check_prevalence"]
+__all__ = ["QUANTIFIERS", "Quantifier", "make_quantifier", "check_prevalence", "resolve_quantifier"]
 
 QUANTIFIERS = ("acc", "kdey", "cc", "sld", "oracle")
+
+
+def resolve_quantifier(quantifier, choices):
+    """A quantifier given by name or instance: the lower-case name if it is one of ``choices``, or a
+    deep copy of a QuaPy ``AggregativeQuantifier`` instance (so fitting never touches the caller's).
+
+    Raises TypeError for other types and ValueError for unknown names, listing ``choices``.
+    """
+    if isinstance(quantifier, AggregativeQuantifier):
+        return copy.deepcopy(quantifier)
+    if not isinstance(quantifier, str):
+        raise TypeError(f"quantifier must be one of {tuple(choices)} or a quapy AggregativeQuantifier instance, "
+                        f"got {type(quantifier).__name__}")
+    key = quantifier.lower()
+    if key not in choices:
+        raise ValueError(f"unknown quantifier {quantifier!r}; choose one of {tuple(choices)} or pass a quapy "
+                         "AggregativeQuantifier instance")
+    return key
 
 
 def check_prevalence(prev, n_classes: int, name: str = "prevalence", atol: float = 1e-6) -> np.ndarray:
@@ -76,19 +94,13 @@ class Quantifier:
 
     @property
     def is_oracle(self) -> bool:
-        return self.method == "oracle"
+        return isinstance(self.method, str) and self.method.lower() == "oracle"
 
     def _build(self) -> AggregativeQuantifier | None:
+        key = resolve_quantifier(self.method, QUANTIFIERS)
+        if not isinstance(key, str):
+            return key
         m = self.method
-        if isinstance(m, AggregativeQuantifier):
-            return copy.deepcopy(m)
-        if not isinstance(m, str):
-            raise TypeError(f"quantifier must be one of {QUANTIFIERS} or a quapy AggregativeQuantifier "
-                            f"instance, got {type(m).__name__}")
-        key = m.lower()
-        if key not in QUANTIFIERS:
-            raise ValueError(f"unknown quantifier {m!r}; choose one of {QUANTIFIERS} or pass a quapy "
-                             "AggregativeQuantifier instance")
         if key == "oracle":
             return None
         if key == "kdey":
