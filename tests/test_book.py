@@ -105,6 +105,16 @@ def test_ci_profile_keys_are_declared(tmp_path):
         assert set(params) <= set(declared), f"ci.yml: {name} has no parameter(s) {set(params) - set(declared)}"
 
 
+def test_leap_family_defaults_are_the_offline_datasets(tmp_path):
+    # the chapter's note says its default dataset lists are every dataset with an offline copy, in table order
+    from capshift import datasets
+
+    found = book.declared(ROOT / "book" / "leap_family.md", tmp_path)
+    for task in ("binary", "multiclass"):
+        default = ast.literal_eval(found[f"{task}_datasets"]["default"])
+        assert default == datasets.names(task, offline=True), task
+
+
 def test_bibliography_has_required_keys_and_every_cited_key():
     keys = set(re.findall(r"@\w+\{([^,\s]+),", (ROOT / "references.bib").read_text()))
     assert set(REQUIRED_KEYS) <= keys, set(REQUIRED_KEYS) - keys

@@ -135,6 +135,24 @@ def test_online_source_encodes_caches_and_filters(monkeypatch, tmp_path):
     X2, y2, classes2 = D.load_raw("yeast-multiclass", source="auto", cache_dir=tmp_path)
     assert calls == [{"id": 110}]  # second call served from the cache
     assert list(classes2) == ["CYT", "NUC"] and len(y2) == m - 1 - 50  # 'ERL' has < 100 items: dropped
+    # without cache_dir the pickle goes under CACHE_DIR/uci, the root shared with the text datasets' caches
+    monkeypatch.setattr(D, "CACHE_DIR", tmp_path / "root")
+    D.load_raw("yeast", source="uci")
+    assert calls == [{"id": 110}] * 2 and (tmp_path / "root" / "uci" / "uci_110.pkl").exists()
+
+
+def test_online_wine_quality_selects_colour_and_binarises(monkeypatch, tmp_path):
+    import ucimlrepo
+    quality = np.array([3, 5, 6, 7, 8, 6, 4, 5])
+    color = np.array(["red", "red", "red", "red", "white", "white", "white", "white"])
+    feats = pd.DataFrame({"a": np.arange(8.0)})
+    fake = SimpleNamespace(data=SimpleNamespace(features=feats, targets=pd.DataFrame({"quality": quality}),
+                                                original=pd.DataFrame({"quality": quality, "color": color})))
+    monkeypatch.setattr(ucimlrepo, "fetch_ucirepo", lambda **kw: fake)
+    for name, rows in (("wine-q-red", slice(0, 4)), ("wine-q-white", slice(4, 8))):
+        X, y, classes = D.load_raw(name, source="uci", cache_dir=tmp_path)
+        assert np.array_equal(X[:, 0], feats["a"].to_numpy()[rows])  # only the rows of that colour
+        assert np.array_equal(y, (quality[rows] > 5).astype(np.int64)) and list(classes) == ["rest", 1]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -109,3 +109,24 @@ def test_predict_measures_equals_one_measure_at_a_time(name):
     assert set(both) == {m for m in ("accuracy", "f1") if est.supports(m)}
     for m, v in both.items():
         np.testing.assert_allclose(v, est.predict_batch(samples, m))
+
+
+def test_validation_samples_match_the_test_sample_size(monkeypatch):
+    from capshift import experiment
+
+    seen = {}
+    orig = experiment.EXTRA_METHODS["DS"]
+
+    def spy(h, seed):
+        est = orig(h, seed)
+        fit = est.fit
+
+        def fit_and_record(X, y):
+            seen["val_sample_size"] = est.val_sample_size
+            return fit(X, y)
+        est.fit = fit_and_record
+        return est
+
+    monkeypatch.setitem(experiment.EXTRA_METHODS, "DS", spy)
+    run_experiment("cmc.1", methods=("DS",), n_samples=3, sample_size=40, progress=False)
+    assert seen["val_sample_size"] == 40  # DS's score grows with the sample size: sizes must match

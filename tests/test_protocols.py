@@ -84,3 +84,23 @@ def test_validation_errors():
         P.upp_indices(Y3, 10, 5, seed=None)
     with pytest.raises(TypeError, match="sample_size"):
         P.upp_indices(Y3, 10.0, 5, seed=0)
+
+
+def test_sample_prevalence_rejects_codes_outside_the_codeframe():
+    # a code >= n_classes would silently be left out of the fractions (which would no longer describe the sample)
+    assert np.allclose(P.sample_prevalence(Y3, [0, 60, 95, 99], 3), [0.25, 0.25, 0.5])
+    with pytest.raises(ValueError, match=r"codes 0\.\.2, outside 0\.\.1"):
+        P.sample_prevalence(Y3, [0, 99], 2)
+    with pytest.raises(ValueError, match="empty"):
+        P.sample_prevalence(Y3, [], 3)
+
+
+def test_sample_at_hits_the_requested_prevalence_and_is_seeded():
+    from capshift.protocols import sample_at, sample_prevalence
+
+    y = np.repeat([0, 1, 2], [50, 30, 20])
+    idx = sample_at(y, [0.2, 0.3, 0.5], 200, seed=4)
+    np.testing.assert_allclose(sample_prevalence(y, idx, 3), [0.2, 0.3, 0.5])
+    np.testing.assert_array_equal(idx, sample_at(y, [0.2, 0.3, 0.5], 200, seed=4))
+    with pytest.raises(ValueError, match="distribution"):
+        sample_at(y, [0.5, 0.6, 0.1], 10, seed=0)

@@ -65,3 +65,32 @@ def test_compare_puts_paper_values_beside_ours_and_pools_the_average_std():
     assert run["mean"] == pytest.approx(naive.mean()) and run["std"] == pytest.approx(naive.std(ddof=0))
     table = side_by_side(c.reset_index(), "binary", "accuracy", ["Naive"])
     assert list(table.columns) == [("Naive", "ours"), ("Naive", "paper")] and len(table) == 4
+
+
+def test_compare_average_pools_the_papers_std_like_the_paper():
+    # run on every dataset of LEAP 2025 Tables 1-2, "Average (datasets run)" must reproduce the paper's printed
+    # Average row from its per-dataset values: mean of the means, and std pooled from per-dataset mean and std
+    import pandas as pd
+    from capshift.datasets import names
+
+    for task in ("binary", "multiclass"):
+        pub = R.paper_values("leap2025", "acc", "LR", task)
+        methods = pub.index.get_level_values("method").unique()
+        res = pd.DataFrame([(k, "lr", m, "accuracy", 0.1) for k in names(task) for m in methods],
+                           columns=["dataset", "classifier", "method", "measure", "ae"])
+        c = R.compare(res).set_index(["dataset", "method"])
+        run, printed = c.loc["Average (datasets run)"], pub.loc["Average"]
+        assert list(run.index) == list(methods)
+        # printed values have 3 decimals: rounding of the per-dataset values and of the Average row
+        assert (run["paper_mean"] - printed["mean"]).abs().max() <= 0.001
+        assert (run["paper_std"] - printed["std"]).abs().max() <= 0.0015
+        assert (c.loc["Average (paper, all datasets)", "paper_mean"] == printed["mean"]).all()
+
+
+def test_compare_rejects_an_unknown_paper():
+    import pandas as pd
+
+    res = pd.DataFrame({"dataset": ["cmc.1"], "classifier": ["lr"], "method": ["Naive"], "measure": ["accuracy"],
+                        "ae": [0.1]})
+    with pytest.raises(ValueError, match="paper must be one of"):
+        R.compare(res, paper="leap2023")

@@ -219,6 +219,7 @@ def git_commit(root: Path) -> str:
 
 
 def version(pkg: str) -> str:
+    """Installed version of the distribution ``pkg`` (for the run record), or ``not installed``."""
     try:
         return importlib.metadata.version(pkg)
     except importlib.metadata.PackageNotFoundError:
@@ -268,9 +269,9 @@ def stage(toc: Path, src_dir: Path) -> None:
         if not is_notebook(page):
             (src_dir / doc).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(page, src_dir / f"{doc}.md")
+    skip = {".ipynb_checkpoints", "__pycache__", "params"}
     for d in dirs - {root}:  # assets beside the chapters (images, data), never pages that are not in the toc
         for f in d.rglob("*"):
-            skip = {".ipynb_checkpoints", "__pycache__", "params"}
             if f.is_file() and f.suffix not in {".md", ".ipynb"} and not skip & set(f.relative_to(d).parts):
                 dest = src_dir / f.relative_to(root)
                 dest.parent.mkdir(parents=True, exist_ok=True)

@@ -238,7 +238,7 @@ def _read_keel(info: DatasetInfo) -> tuple[pd.DataFrame, pd.Series]:
 def _read_uci(key: str, info: DatasetInfo, cache_dir) -> tuple[pd.DataFrame, pd.Series]:
     if info.uci_id is None or info.name in _ONLINE_UNSUPPORTED:
         raise _unavailable(key, info, "no supported online loader (see its DatasetInfo.note)")
-    cache = Path(cache_dir if cache_dir is not None else Path.home() / ".cache" / "capshift" / "uci")
+    cache = Path(cache_dir) if cache_dir is not None else CACHE_DIR / "uci"
     path = cache / f"uci_{info.uci_id}.pkl"
     if path.exists():
         d = pd.read_pickle(path)
@@ -292,9 +292,9 @@ def load_raw(name: str, source: str = "auto", cache_dir=None):
             raise _unavailable(key, info, "source='keel' was asked for")
         X, y_raw = _read_keel(info)
         pos = _KEEL_POSITIVE.get(info.name, info.positive)
-    else:
+    else:  # UCI coding (wine-q-*: _read_uci has already binarised quality > 5 to 1 = info.positive)
         X, y_raw = _read_uci(key, info, cache_dir)
-        pos = 1 if info.name.startswith("wine-q-") else info.positive
+        pos = info.positive
     if info.name in _ORDINAL:
         X = X.apply(lambda c: c.map(_ORDINAL[info.name]))
     ok = (X.notna().all(axis=1) & y_raw.notna()).to_numpy()
@@ -504,7 +504,7 @@ def load(name: str, seed: int = 0, source: str = "auto", cache_dir=None) -> Spli
     ``train_test_split`` call). X_* stay the loaders' sparse tf-idf (CSR float64, no scaling). See
     :func:`load_pools` for sources, cache and errors (DatasetUnavailableError offline without a cache).
 
-    Returns a :class:`Split`. Raises TypeError if seed is not an int, plus the errors of :func:`load_raw`
+    Returns a :class:`Split`. Raises TypeError if seed is not a non-negative int, plus the errors of :func:`load_raw`
     (UCI datasets) or :func:`load_pools` (text datasets).
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:

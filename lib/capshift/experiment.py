@@ -35,7 +35,7 @@ from tqdm import tqdm
 from . import baselines, datasets, protocols, quacc
 from .baselines import Naive
 from .leap import LEAP, OLEAP, SLEAP
-from .quantifiers import Quantifier
+from .quantifiers import QUANTIFIERS, Quantifier
 from .tables import contingency_table, get_measure
 
 __all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "EXTRA_METHODS", "quacc_train_prevalences", "run_quacc_protocol", "make_classifier", "make_method", "run_experiment",
@@ -61,7 +61,6 @@ _VARIANTS = {"S-LEAP": SLEAP, "LEAP": LEAP, "O-LEAP": OLEAP}
 EXTRA_METHODS: dict = {}
 for _module in (baselines, quacc):
     EXTRA_METHODS.update(getattr(_module, "METHODS", {}))
-_QUANTIFIER_NAMES = {"acc": "acc", "kdey": "kdey", "cc": "cc", "sld": "sld", "oracle": "oracle"}
 
 
 def make_classifier(name: str, random_state=0):
@@ -78,9 +77,9 @@ def _parse_method(name: str):
     if name in EXTRA_METHODS:
         return EXTRA_METHODS[name], None
     variant, sep, quant = name.rpartition("_")
-    if not sep or variant not in _VARIANTS or quant.lower() not in _QUANTIFIER_NAMES:
+    if not sep or variant not in _VARIANTS or quant.lower() not in QUANTIFIERS:
         raise ValueError(f"unknown method {name!r}: use 'Naive' or '<S-LEAP|LEAP|O-LEAP>_<ACC|KDEy|CC|SLD|oracle>'")
-    return _VARIANTS[variant], _QUANTIFIER_NAMES[quant.lower()]
+    return _VARIANTS[variant], quant.lower()
 
 
 def make_method(name: str, classifier, quantifier=None, solver="osqp", random_state=0):
@@ -111,7 +110,8 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
         UPP: ``n_samples`` prevalence vectors uniform on the simplex (Kraemer); APP: the 21-point
         grid (binary), repeated until ``n_samples`` samples.
     n_samples, sample_size : int
-        Number and size of the test samples drawn from U.
+        Number and size of the test samples drawn from U. Methods trained on validation samples
+        (a ``val_sample_size`` parameter: DoC, DS, NN, RCA*) get samples of the same size.
     measures : sequence of str
         Measures to predict (names of :data:`capshift.tables.MEASURES`).
     seed : int
@@ -168,6 +168,8 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
     rows = []
     for name, cls, qname in tqdm(specs, desc=f"{split.name}: methods", disable=not progress, leave=False):
         est = make_method(name, h, quantifier=quantifiers.get(qname), solver=solver, random_state=seed)
+        if "val_sample_size" in est.get_params():  # methods trained on validation samples: same size as the test's
+            est.set_params(val_sample_size=sample_size)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             est.fit(split.X_V, split.y_V)
@@ -235,7 +237,7 @@ def quacc_train_prevalences(n_classes: int, n_train: int = 9, seed: int = 0, flo
     """Training prevalences of the QuAcc protocol (QuAcc 2025, Sect. "Evaluation Protocol"), (n_train, n_classes).
 
     Binary: the grid 0.1, ..., 0.9 of the positive class (``n_train`` evenly spaced values in [0.1, 0.9];
-    9 gives the paper's grid). Multiclass: ``n_train`` vectors uniform on the simplex (Kraemer,
+    9 gives the paper's grid; ``n_train = 1`` gives 0.5; ``floor`` is not used). Multiclass: ``n_train`` vectors uniform on the simplex (Kraemer,
     :func:`capshift.protocols.upp_prevalences` with ``seed``) mixed with the uniform vector,
     ``(1 - floor) p + floor / n``, so that every class keeps a share >= floor / n and h and the CAP methods
     see every class (the paper does not say how it avoids empty classes). Raises ValueError on bad input.
@@ -247,16 +249,6 @@ def quacc_train_prevalences(n_classes: int, n_train: int = 9, seed: int = 0, flo
         return np.column_stack([1 - pos, pos])
     p = protocols.upp_prevalences(n_classes, n_train, seed)
     return (1 - floor) * p + floor / n_classes
-
-
-def _sample_at(y, prev, size, seed):
-    """Indices of a sample of ``size`` items of y with prevalence ``prev`` (QuaPy's sampling, with replacement)."""
-    from quapy.data import LabelledCollection
-    from quapy.util import temp_seed
-
-    lc = LabelledCollection(np.asarray(y).reshape(-1, 1), y, classes=np.arange(len(prev)))
-    with temp_seed(seed):
-        return lc.sampling_index(size, *prev)
 
 
 def run_quacc_protocol(dataset, classifier: str = "lr", methods=("Naive", "LEAP_KDEy", "O-LEAP_KDEy"),
@@ -290,11 +282,12 @@ def run_quacc_protocol(dataset, classifier: str = "lr", methods=("Naive", "LEAP_
             return max(2 * n, int(frac * np.bincount(y, minlength=n).min() / 0.9))
         return max(2 * n, int(frac * len(y) / 2))
 
+    size_T, size_V = size(split.y_L), size(split.y_V)  # the same at every training prevalence
     protocol, k = ("app", 21 * test_repeats) if n == 2 else ("upp", n_test_upp)
     frames = []
     for t, p in enumerate(tqdm(prevs, desc=f"{split.name}: training prevalences", disable=not progress)):
-        iT = _sample_at(split.y_L, p, size(split.y_L), seed + 1000 + t)
-        iV = _sample_at(split.y_V, p, size(split.y_V), seed + 2000 + t)
+        iT = protocols.sample_at(split.y_L, p, size_T, seed + 1000 + t)
+        iV = protocols.sample_at(split.y_V, p, size_V, seed + 2000 + t)
         sub = datasets.Split(split.name, split.X_L[iT], split.y_L[iT], split.X_V[iV], split.y_V[iV],
                              split.X_U, split.y_U, split.classes, n)
         df = run_experiment(sub, classifier=classifier, methods=methods, protocol=protocol, n_samples=k,

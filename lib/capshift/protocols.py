@@ -20,7 +20,7 @@ from quapy.data import LabelledCollection
 from quapy.protocol import APP
 from quapy.util import temp_seed
 
-__all__ = ["upp_indices", "upp_prevalences", "app_indices", "app_prevalences", "sample_prevalence"]
+__all__ = ["upp_indices", "upp_prevalences", "app_indices", "app_prevalences", "sample_at", "sample_prevalence"]
 
 
 def _pos_int(value, arg: str) -> int:
@@ -53,6 +53,11 @@ def _collection(y, n_classes) -> LabelledCollection:
     return LabelledCollection(y.reshape(-1, 1), y, classes=np.arange(n))
 
 
+def _kraemer(n_classes: int, repeats: int) -> np.ndarray:
+    # (repeats, n_classes) even for repeats=1, where QuaPy returns a 1-d vector; draws from the global RNG
+    return F.uniform_simplex_sampling(n_classes, size=repeats).reshape(repeats, n_classes)
+
+
 def upp_prevalences(n_classes: int, repeats: int, seed: int) -> np.ndarray:
     """The prevalence vectors requested by :func:`upp_indices` with the same arguments.
 
@@ -65,7 +70,7 @@ def upp_prevalences(n_classes: int, repeats: int, seed: int) -> np.ndarray:
     if n_classes < 2:
         raise ValueError(f"n_classes must be >= 2, got {n_classes}")
     with temp_seed(_seed(seed)):
-        return F.uniform_simplex_sampling(n_classes, size=repeats).reshape(repeats, n_classes)
+        return _kraemer(n_classes, repeats)
 
 
 def upp_indices(y, sample_size: int, repeats: int, seed: int, n_classes: int | None = None) -> list[np.ndarray]:
@@ -81,14 +86,16 @@ def upp_indices(y, sample_size: int, repeats: int, seed: int, n_classes: int | N
     lc = _collection(y, n_classes)
     sample_size, repeats, seed = _pos_int(sample_size, "sample_size"), _pos_int(repeats, "repeats"), _seed(seed)
     with temp_seed(seed):  # the random stream of QuaPy's UPP: prevalences first, then the samples
-        prevs = F.uniform_simplex_sampling(lc.n_classes, size=repeats).reshape(repeats, lc.n_classes)
-        return [lc.sampling_index(sample_size, *p) for p in prevs]
+        return [lc.sampling_index(sample_size, *p) for p in _kraemer(lc.n_classes, repeats)]
 
 
 def app_prevalences(n_classes: int, n_prevalences: int = 21, repeats: int = 1) -> np.ndarray:
     """The APP grid: every prevalence vector whose entries are multiples of 1/(n_prevalences-1), each
-    repeated ``repeats`` times. Returns float ndarray (n_points * repeats, n_classes), rows summing to 1,
-    in QuaPy's order. Raises TypeError/ValueError for bad arguments (n_prevalences must be >= 2).
+    repeated ``repeats`` times (``quapy.protocol.APP.prevalence_grid`` plus the last class; the binary
+    test protocol of the QuAcc paper, Sect. "Evaluation Protocol", uses the 21-point grid). Returns float
+    ndarray (n_points * repeats, n_classes), rows summing to 1, in QuaPy's order, where n_points =
+    C(n_prevalences + n_classes - 2, n_classes - 1). Raises TypeError/ValueError for bad arguments
+    (n_prevalences and n_classes must be >= 2).
     """
     n_classes, repeats = _pos_int(n_classes, "n_classes"), _pos_int(repeats, "repeats")
     if _pos_int(n_prevalences, "n_prevalences") < 2 or n_classes < 2:
@@ -116,7 +123,36 @@ def app_indices(y, sample_size: int, n_prevalences: int = 21, repeats: int = 1, 
     return list(app())
 
 
+def sample_at(y, prevalence, size: int, seed: int) -> np.ndarray:
+    """Indices (``size``,) into ``y`` of one sample with the requested class ``prevalence`` (n,).
+
+    QuaPy's ``LabelledCollection.sampling_index`` (within-class sampling with replacement, as the
+    protocols above); used for the training/validation samples of the QuAcc paper's protocol
+    (QuAcc 2025, Sect. "Evaluation Protocol"). Raises ValueError for labels outside 0..n-1, a
+    class absent from ``y``, a bad ``size`` or ``seed``, or a prevalence that is not a distribution.
+    """
+    prevalence = np.asarray(prevalence, dtype=float)
+    if prevalence.ndim != 1 or np.any(prevalence < 0) or not np.isclose(prevalence.sum(), 1.0):
+        raise ValueError(f"prevalence must be a 1-d distribution over the classes, got {prevalence}")
+    lc = _collection(y, len(prevalence))
+    with temp_seed(_seed(seed)):
+        return lc.sampling_index(_pos_int(size, "size"), *prevalence)
+
+
 def sample_prevalence(y, idx, n_classes: int) -> np.ndarray:
-    """Prevalence vector of the sample ``y[idx]``: float ndarray (n_classes,) summing to 1
-    (``quapy.functional.prevalence_from_labels``)."""
-    return F.prevalence_from_labels(np.asarray(y)[np.asarray(idx)], np.arange(_pos_int(n_classes, "n_classes")))
+    """Prevalence vector of the sample ``y[idx]``: float ndarray (n_classes,) summing to 1, entry i =
+    fraction of the items with class code i (``quapy.functional.prevalence_from_labels``).
+
+    ``y``: int array (m,) of class codes 0..n_classes-1; ``idx``: int array of indices into ``y`` (e.g. one
+    array of :func:`upp_indices`). Raises TypeError/ValueError for a non-int or < 1 ``n_classes``,
+    ValueError for an empty sample or a class code outside 0..n_classes-1 (which would otherwise be left
+    out of the fractions), IndexError for indices outside ``y``.
+    """
+    n = _pos_int(n_classes, "n_classes")
+    idx = np.asarray(idx)
+    if idx.size == 0:
+        raise ValueError("idx is empty: the prevalence of an empty sample is undefined")
+    labels = np.asarray(y)[idx]
+    if labels.min() < 0 or labels.max() >= n:
+        raise ValueError(f"y[idx] holds class codes {labels.min()}..{labels.max()}, outside 0..{n - 1} (n_classes={n})")
+    return F.prevalence_from_labels(labels, np.arange(n))

@@ -97,9 +97,20 @@ def compare(results: pd.DataFrame, paper: str = "leap2025", aliases: dict | None
     Average rows: ``"Average (datasets run)"`` (mean of the per-dataset means; std of all samples
     pooled, and for the paper's values the same pooling from its per-dataset mean and std, which
     reproduces its printed Average std) and ``"Average (paper, all datasets)"`` (the paper's own row).
+    AE values are absolute errors in [0, 1]; std is the population std (ddof=0). The published values are
+    those of :func:`paper_values` (e.g. LEAP 2025 Tables 1, 2, 4, 5 for ``paper="leap2025"``).
+
+    Raises
+    ------
+    ValueError
+        ``results`` lacks a required column or holds several classifiers; ``paper`` is unknown.
+    KeyError
+        A dataset of ``results`` is not a key of :data:`capshift.datasets.REGISTRY`.
     """
     from .datasets import REGISTRY  # local: datasets is heavier and not needed for the tables alone
 
+    if paper not in PAPERS:  # checked here: the ValueError of paper_values below means "no such table"
+        raise ValueError(f"paper must be one of {sorted(PAPERS)}, got {paper!r}")
     need = {"dataset", "classifier", "method", "measure", "ae"}
     if not need <= set(results.columns):
         raise ValueError(f"results must have columns {sorted(need)}: pass run_experiment's output")
@@ -137,8 +148,10 @@ def compare(results: pd.DataFrame, paper: str = "leap2025", aliases: dict | None
 
 
 def side_by_side(comparison: pd.DataFrame, task: str, measure: str, methods=None) -> pd.DataFrame:
-    """One (task, measure) of :func:`compare` as a display table: rows datasets, columns (method, ours/paper),
-    cells ``"mean ± std"`` (empty where there is no value)."""
+    """One (task, measure) of :func:`compare` as a display table: rows datasets (in ``comparison``'s order,
+    Average rows included), columns the MultiIndex (method, "ours" | "paper") for ``methods`` (default: all,
+    in order of appearance), cells str ``"mean ± std"`` with 3 decimals (``"mean"`` where std is NaN, empty
+    where there is no value). Raises ValueError if ``comparison`` has no row for (task, measure)."""
     d = comparison[(comparison["task"] == task) & (comparison["measure"] == measure)]
     if d.empty:
         raise ValueError(f"comparison has no rows for task={task!r}, measure={measure!r}")
