@@ -7,7 +7,7 @@ from sklearn.svm import SVC
 from capshift import baselines
 from capshift.baselines import (ATC, CBPE, COT, DS, NN, RCA, DoC, Naive, RCAStar, atc_threshold, cbpe_table,
                                 cot_accuracy, dispersion_score, max_confidence, nuclear_norm_score)
-from capshift.tables import accuracy, contingency_table
+from capshift.tables import accuracy, contingency_table, macro_f1
 
 
 def test_naive_predicts_validation_table():
@@ -18,8 +18,8 @@ def test_naive_predicts_validation_table():
     C_V = contingency_table(y[200:], h.predict(X[200:]), 2)
     np.testing.assert_array_equal(est.predict_table(X[:10]), C_V)
     assert est.predict(X[:50]) == pytest.approx(accuracy(C_V))
-    assert est.predict_table_batch([X[:5], X[5:9]]).shape == (2, 2, 2)
-    assert est.tables_from_prevalences(np.full((3, 2), 0.5)).shape == (3, 2, 2)
+    np.testing.assert_array_equal(est.predict_table_batch([X[:5], X[5:9]]), [C_V, C_V])
+    np.testing.assert_array_equal(est.tables_from_prevalences(np.full((3, 2), 0.5)), [C_V] * 3)
     with pytest.raises(Exception, match="not fitted"):
         Naive(h).predict(X)
 
@@ -58,6 +58,23 @@ def test_iid_accuracy_estimates_are_close(problem, name):
     se1, se_all = np.sqrt(a * (1 - a) / 100), np.sqrt(a * (1 - a) / 4000)
     assert np.mean(np.abs(pred - true)) < 1.5 * se1, (name, pred, true)
     assert abs(pred.mean() - a) < 3 * se_all + 0.01, (name, pred.mean(), a)
+
+
+@pytest.mark.parametrize("name", ["CBPE", "SLD-CBPE", "RCA"])
+def test_iid_f1_estimates_of_table_methods_are_close(problem, name):
+    # the methods that estimate the whole table get macro-F1 from it: on the same 40 IID samples, the
+    # mean AE must stay below 1.5 standard deviations of the true per-sample F1 (a method predicting
+    # the expected F1 has about 0.8), and the mean estimate within 3 standard errors of the mean true
+    # F1 plus 0.01. (The regression baselines are not held to this: their regressor is trained on UPP
+    # samples of V, whose F1 is lower than that of IID samples of the same confidence.)
+    h, X_V, y_V, X_U, y_U = problem
+    est = baselines.METHODS[name](h, 0).fit(X_V, y_V)
+    samples = [np.arange(k * 100, (k + 1) * 100) for k in range(40)]
+    true = np.array([macro_f1(contingency_table(y_U[s], h.predict(X_U[s]), 3)) for s in samples])
+    pred = est.predict_batch([X_U[s] for s in samples], "f1", posteriors=[h.predict_proba(X_U[s]) for s in samples])
+    sd = true.std()
+    assert np.mean(np.abs(pred - true)) < 1.5 * sd, (name, pred, true)
+    assert abs(pred.mean() - true.mean()) < 3 * sd / np.sqrt(40) + 0.01, (name, pred.mean(), true.mean())
 
 
 def test_atc_threshold_reproduces_validation_accuracy(problem):
@@ -132,6 +149,12 @@ def test_qcot_with_true_prevalence_on_one_hot_posteriors():
     est = COT(h, quantifier="oracle").fit(X, yy)
     got = est.predict_batch([np.zeros((100, 2))], prevalences=q[None], posteriors=[P])
     assert got[0] == pytest.approx(0.88)
+    with pytest.raises(ValueError, match="needs the true prevalence"):
+        est.predict_batch([np.zeros((100, 2))], posteriors=[P])
+    # plain COT transports to V's label distribution instead
+    est = COT(h, quantifier=None).fit(X, yy)
+    assert est.predict_batch([np.zeros((100, 2))], posteriors=[P])[0] == pytest.approx(
+        cot_accuracy(P, np.bincount(yy, minlength=3) / len(yy)), abs=1e-12)
     # errors that cancel out in the counts are invisible to COT: its estimate is then an upper bound
     y_pred2 = y.copy(); y_pred2[:5] = 1; y_pred2[50:55] = 0
     assert cot_accuracy(np.eye(3)[y_pred2], q) == pytest.approx(1.0)
@@ -154,8 +177,14 @@ def test_regression_baselines_use_given_posteriors_and_any_measure(problem):
 
 def test_rca_table_and_rca_star(problem):
     h, X_V, y_V, X_U, y_U = problem
-    C = RCA(h).fit(X_V, y_V).predict_table(X_U[:300])
-    assert C.shape == (3, 3) and C.sum() == pytest.approx(1.0)
+    rca = RCA(h).fit(X_V, y_V)
+    C = rca.predict_table(X_U[:300])
+    # the table is h' on V, so its rows sum to V's true prevalence
+    np.testing.assert_allclose(C.sum(axis=1), np.bincount(y_V, minlength=3) / len(y_V))
+    # a sample h assigns to one class only: h' is the constant classifier of that class
+    P_one = np.tile([0.1, 0.8, 0.1], (50, 1))
+    one = rca.predict_measures([X_U[:50]], ["accuracy"], posteriors=[P_one])
+    assert one["accuracy"][0] == pytest.approx(np.mean(y_V == 1))
     est = RCAStar(h, n_val_samples=20, random_state=0).fit(X_V, y_V)
     assert est.supports("f1") and 0 <= est.predict(X_U[:100], "f1") <= 1
 
@@ -176,6 +205,8 @@ def test_bad_input(problem):
             cls(svc).fit(X_V, y_V)
     with pytest.raises(ValueError, match="score must be"):
         ATC(h, score="margin").fit(X_V, y_V)
+    with pytest.raises(ValueError, match="space must be"):
+        DS(h, space="pixels").fit(X_V, y_V)
     with pytest.raises(ValueError, match="val_sample_size"):
         NN(h, val_sample_size=2).fit(X_V, y_V)
     with pytest.raises(TypeError, match="estimates measures directly"):

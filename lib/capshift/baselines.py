@@ -40,7 +40,7 @@ from sklearn.utils import check_random_state
 from . import protocols
 from .base import CAPEstimator, check_classifier, check_sample
 from .quantifiers import Quantifier, check_prevalence
-from .tables import contingency_table, get_measure
+from .tables import contingency_table, get_measure, true_prevalence
 
 __all__ = ["Naive", "ATC", "DoC", "DS", "NN", "CBPE", "COT", "RCA", "RCAStar", "METHODS",
            "check_posteriors", "max_confidence", "negative_entropy", "atc_threshold", "dispersion_score",
@@ -55,8 +55,10 @@ _ACC = ("accuracy",)
 def check_posteriors(P, n_classes: int | None = None, name: str = "posteriors", atol: float = 1e-6) -> np.ndarray:
     """Validate a posterior matrix: float (m, n), finite, in [0, 1], rows summing to 1 (within ``atol``).
 
-    Returns it as a float ndarray. Raises ValueError naming ``name`` (wrong shape, NaN, negative
-    entries, rows not summing to 1: pass ``classifier.predict_proba(X)``, not scores or logits).
+    ``n_classes``: required number of columns (None: any). Returns a float ndarray (m, n), clipped
+    to [0, 1] (removes round-off below ``atol``). Raises ValueError naming ``name`` (wrong shape, NaN,
+    entries outside [-atol, 1 + atol], rows not summing to 1: pass ``classifier.predict_proba(X)``,
+    not scores or logits).
     """
     P = np.asarray(P, dtype=float)
     if P.ndim != 2 or P.shape[0] < 1 or (n_classes is not None and P.shape[1] != n_classes):
@@ -114,7 +116,8 @@ def dispersion_score(Z, y_pred, n_classes: int, floor: float = 1e-12) -> float:
     (m, d), ``mu_k`` the mean of the rows pseudo-labelled k by ``y_pred`` (m,) int in 0..n-1 and
     ``m_k`` their number (classes nobody is assigned to contribute 0). The sum is floored at
     ``floor`` before the log so that a sample assigned to one class only gets a finite score.
-    Returns a float.
+    ``Z`` may be sparse (densified). Returns a float (log of squared feature units). Raises ValueError
+    if ``Z`` is not 2-d or ``y_pred`` is not (m,).
     """
     Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=float)
     y_pred = np.asarray(y_pred)
@@ -227,7 +230,10 @@ class _PosteriorBaseline(CAPEstimator):
         return out
 
     def predict(self, X, measure=None, prevalence=None) -> float:
-        """Estimated ``measure`` (default: the constructor's) of h on the sample ``X`` (m, d), a float."""
+        """Estimated ``measure`` (default: the constructor's) of h on the sample ``X`` (m, d), a float.
+
+        ``prevalence`` (n,): the true prevalence, used by oracle variants only. Errors as :meth:`predict_batch`.
+        """
         prev = None if prevalence is None else np.asarray(prevalence, dtype=float)[None]
         return float(self.predict_batch([X], measure, prev)[0])
 
@@ -274,21 +280,18 @@ class _PosteriorBaseline(CAPEstimator):
                             "predict or predict_batch")
         return self._tables(samples, self._sample_posteriors(samples, None), prevalences)
 
-    def supports(self, measure) -> bool:
-        """Whether the method can estimate ``measure`` (names and aliases, e.g. "acc", are resolved)."""
-        if self.supported_measures is None:
-            return True
-        f = get_measure(measure)
-        return any(f is get_measure(m) for m in self.supported_measures)
-
 
 class _RegressionBaseline(_PosteriorBaseline):
     """Regressor from a sample score to the measure, trained on UPP samples drawn from V (DoC, DS, NN, RCA*).
 
-    Subclasses implement ``_score(X, P)`` -> float and may override ``_features``/``_target``.
-    The validation samples are drawn at fit time from ``pool_`` (a part of V) with
-    :func:`capshift.protocols.upp_indices`; their tables are stored so that a regressor for any
-    measure is trained (once, then cached in ``regressors_``) the first time it is asked for.
+    Subclasses implement ``_score(X, P)`` (a float, or any array the ``_features`` hook turns into
+    the regressor's feature) and may override ``_features``/``_target``/``_from_prediction``, each
+    given the measure function f. With ``_split_v``, V is split in half (stratified, seeded): the
+    reference half V1 (``ref_idx_``, h's table on it ``ref_table_``) and the pool the validation
+    samples are drawn from (``pool_idx_``); otherwise both are the whole of V. The validation samples
+    are drawn at fit time with :func:`capshift.protocols.upp_indices`; their scores and tables are
+    stored so that a regressor for any measure is trained (once, then cached in ``regressors_``) the
+    first time it is asked for.
     """
 
     _split_v = False  # True: keep half of V (stratified) as the reference set, draw samples from the rest
@@ -320,6 +323,8 @@ class _RegressionBaseline(_PosteriorBaseline):
         else:
             ref, pool = idx, idx
         self.ref_idx_, self.pool_idx_ = ref, pool
+        if self._split_v:
+            self.ref_table_ = contingency_table(y_val[ref], P_val[ref].argmax(axis=1), n)
         self._fit_reference(X_val, y_val, P_val, ref)
         samples = protocols.upp_indices(y_val[pool], self.val_sample_size, self.n_val_samples, seed, n_classes=n)
         scores, tables = [], []
@@ -334,28 +339,25 @@ class _RegressionBaseline(_PosteriorBaseline):
     def _fit_reference(self, X_val, y_val, P_val, ref):
         pass
 
-    def _regressor_for(self, measure):
-        key = get_measure(measure)
-        if key not in self.regressors_:
-            values = get_measure(measure)(self.val_tables_)
+    def _regressor_for(self, f):
+        if f not in self.regressors_:
             reg = clone(self.regressor) if self.regressor is not None else LinearRegression()
-            feats = self._features(self.val_scores_)
-            self.regressors_[key] = reg.fit(feats, self._target(values, measure))
-        return self.regressors_[key]
+            self.regressors_[f] = reg.fit(self._features(self.val_scores_, f), self._target(f(self.val_tables_), f))
+        return self.regressors_[f]
 
-    def _features(self, scores):
+    def _features(self, scores, f):
         return np.asarray(scores, dtype=float).reshape(-1, 1)
 
-    def _target(self, values, measure):
+    def _target(self, values, f):
         return values
 
-    def _from_prediction(self, pred, measure):
+    def _from_prediction(self, pred, f):
         return pred
 
     def _predict_values(self, samples, post, measure, prevalences):
-        reg = self._regressor_for(measure)
+        f = get_measure(measure)
         scores = np.array([self._score(X, P) for X, P in zip(samples, post)])
-        out = self._from_prediction(reg.predict(self._features(scores)), measure)
+        out = self._from_prediction(self._regressor_for(f).predict(self._features(scores, f)), f)
         return np.clip(out, 0.0, 1.0) if self.clip else out
 
 
@@ -445,19 +447,18 @@ class DoC(_RegressionBaseline):
 
     def _fit_reference(self, X_val, y_val, P_val, ref):
         self.ref_score_ = self._score(X_val[ref], P_val[ref])
-        self.ref_table_ = contingency_table(y_val[ref], P_val[ref].argmax(axis=1), self.n_classes_)
 
     def _score(self, X, P):
         return float(max_confidence(P).mean())
 
-    def _features(self, scores):
+    def _features(self, scores, f):
         return (self.ref_score_ - np.asarray(scores, dtype=float)).reshape(-1, 1)
 
-    def _target(self, values, measure):
-        return float(get_measure(measure)(self.ref_table_)) - values
+    def _target(self, values, f):
+        return float(f(self.ref_table_)) - values
 
-    def _from_prediction(self, pred, measure):
-        return float(get_measure(measure)(self.ref_table_)) - pred
+    def _from_prediction(self, pred, f):
+        return float(f(self.ref_table_)) - pred
 
 
 class DS(_RegressionBaseline):
@@ -543,7 +544,12 @@ class CBPE(_PosteriorBaseline):
             self.emq_ = emq
 
     def calibrate(self, P) -> np.ndarray:
-        """PPS-calibrated posteriors of one test sample's posteriors ``P`` (m, n); rows sum to 1."""
+        """PPS-calibrated posteriors, float (m, n) with rows summing to 1, of one test sample's posteriors ``P`` (m, n).
+
+        BCTS then SLD/EMQ (Saerens et al. 2002, Eqs. 2.9-2.10) for ``calibration="sld-bcts"``; ``P``
+        itself (validated) for None. Raises NotFittedError before ``fit``, ValueError for ``P`` that
+        is not a posterior matrix with ``n_classes_`` columns (:func:`check_posteriors`).
+        """
         self._check_fitted()
         P = check_posteriors(P, self.n_classes_, "P")
         if self.emq_ is None:
@@ -564,7 +570,7 @@ class COT(_PosteriorBaseline):
     distributed as the source's), a quantifier's estimate of the test prevalence otherwise
     (Q-COT, LEAP 2025, Sect. 5.5: ``"kdey"``, KDEy-ML on a surrogate MLP, see
     :class:`capshift.quantifiers.Quantifier`; ``"oracle"`` uses the true prevalences passed to
-    ``predict_batch``, for tests and upper bounds). The LEAP authors build the target by resampling
+    ``predict_batch``, for tests and upper bounds; ValueError without them). The LEAP authors build the target by resampling
     labels with the estimated prevalence; transporting to the weighted one-hot distribution
     directly is the noise-free limit of that resampling.
 
@@ -583,42 +589,35 @@ class COT(_PosteriorBaseline):
         self.quantifier = quantifier
 
     def _fit_posteriors(self, X_val, y_val, P_val):
-        self.val_prev_ = np.bincount(y_val, minlength=self.n_classes_) / len(y_val)
+        self.val_prev_ = true_prevalence(self.val_table_)
         self.quantifier_ = None
         if self.quantifier is not None:
             self.quantifier_ = Quantifier(self.quantifier, classifier=self.classifier,
                                           random_state=self.random_state).fit(X_val, y_val, self.n_classes_)
 
     def _predict_values(self, samples, post, measure, prevalences):
-        out = []
-        for s, (X, P) in enumerate(zip(samples, post)):
-            if self.quantifier_ is None:
-                q = self.val_prev_
-            elif self.quantifier_.is_oracle:
-                if prevalences is None:
-                    raise ValueError("COT with quantifier='oracle' needs the true prevalences: pass prevalences=")
-                q = prevalences[s]
-            else:
-                q = self.quantifier_.quantify(X)
-            out.append(cot_accuracy(P, q))
-        return out
+        if self.quantifier_ is None:
+            return [cot_accuracy(P, self.val_prev_) for P in post]
+        return [cot_accuracy(P, self.quantifier_.quantify(X, None if prevalences is None else prevalences[s]))
+                for s, (X, P) in enumerate(zip(samples, post))]
 
 
-def _reverse_fit(h, X, y_pseudo, n_classes):
-    """A clone of h trained on (X, y_pseudo); a constant predictor if y_pseudo holds one class only."""
-    present = np.unique(y_pseudo)
-    if present.size < 2:
-        return ("constant", int(present[0]))
-    try:
-        return ("model", clone(h).fit(X, y_pseudo))
-    except ValueError:  # e.g. too few items per class for the learner (kNN with k > m)
-        return ("constant", int(np.bincount(y_pseudo, minlength=n_classes).argmax()))
+def _reverse_table(h, X, y_pseudo, X_eval, y_eval, n_classes):
+    """Table (n, n) on (X_eval, y_eval) of a clone h' of h trained on (X, y_pseudo) (RCA's reverse testing).
 
-
-def _reverse_predict(model, X):
-    if model[0] == "constant":
-        return np.full(X.shape[0], model[1])
-    return np.asarray(model[1].predict(X))  # h' was fitted on class codes, so it predicts class codes
+    h' is the constant classifier of the majority pseudo-label if y_pseudo holds one class only or
+    the learner cannot be trained on it (e.g. kNN with more neighbours than items).
+    """
+    counts = np.bincount(y_pseudo, minlength=n_classes)
+    pred = None
+    if np.count_nonzero(counts) > 1:
+        try:
+            pred = np.asarray(clone(h).fit(X, y_pseudo).predict(X_eval))  # fitted on class codes: predicts codes
+        except ValueError:
+            pass
+    if pred is None:
+        pred = np.full(len(y_eval), counts.argmax())
+    return contingency_table(y_eval, pred, n_classes)
 
 
 class RCA(_PosteriorBaseline):
@@ -640,12 +639,8 @@ class RCA(_PosteriorBaseline):
         self.X_val_, self.y_val_ = X_val, y_val
 
     def _tables(self, samples, post, prevalences):
-        n = self.n_classes_
-        out = []
-        for X, P in zip(samples, post):
-            h2 = _reverse_fit(self.classifier, X, P.argmax(axis=1), n)
-            out.append(contingency_table(self.y_val_, _reverse_predict(h2, self.X_val_), n))
-        return np.stack(out)
+        return np.stack([_reverse_table(self.classifier, X, P.argmax(axis=1), self.X_val_, self.y_val_,
+                                        self.n_classes_) for X, P in zip(samples, post)])
 
 
 class RCAStar(_RegressionBaseline):
@@ -664,33 +659,13 @@ class RCAStar(_RegressionBaseline):
 
     def _fit_reference(self, X_val, y_val, P_val, ref):
         self.X_ref_, self.y_ref_ = X_val[ref], y_val[ref]
-        self.ref_table_ = contingency_table(self.y_ref_, P_val[ref].argmax(axis=1), self.n_classes_)
 
     def _score(self, X, P):
-        # the score is a table (h' on V1); the regressor's feature is computed per measure
-        h2 = _reverse_fit(self.classifier, X, P.argmax(axis=1), self.n_classes_)
-        return contingency_table(self.y_ref_, _reverse_predict(h2, self.X_ref_), self.n_classes_)
+        # the score is a table (h' on V1, so val_scores_ is (k, n, n)); the feature is read off it per measure
+        return _reverse_table(self.classifier, X, P.argmax(axis=1), self.X_ref_, self.y_ref_, self.n_classes_)
 
-    def _fit_posteriors(self, X_val, y_val, P_val):
-        super()._fit_posteriors(X_val, y_val, P_val)
-        self.val_rev_tables_ = self.val_scores_
-
-    def _regressor_for(self, measure):
-        f = get_measure(measure)
-        if f not in self.regressors_:
-            feats = self._drop(self.val_rev_tables_, f)
-            reg = clone(self.regressor) if self.regressor is not None else LinearRegression()
-            self.regressors_[f] = reg.fit(feats, f(self.val_tables_))
-        return self.regressors_[f]
-
-    def _drop(self, rev_tables, f):
-        return (float(f(self.ref_table_)) - f(np.asarray(rev_tables))).reshape(-1, 1)
-
-    def _predict_values(self, samples, post, measure, prevalences):
-        reg = self._regressor_for(measure)
-        rev = np.stack([self._score(X, P) for X, P in zip(samples, post)])
-        out = reg.predict(self._drop(rev, get_measure(measure)))
-        return np.clip(out, 0.0, 1.0) if self.clip else out
+    def _features(self, scores, f):
+        return (float(f(self.ref_table_)) - f(np.asarray(scores, dtype=float))).reshape(-1, 1)
 
 
 #: The baselines by the LEAP paper's names (LEAP 2025, Table 1 columns, plus the extra variants):
