@@ -10,7 +10,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from capshift import experiment
 from capshift.quacc import (METHODS, QuAcc1xN2, QuAcc1xNp1, QuAccGridSearch, QuAccNxN, augment_features,
-                            cell_labels, max_confidence, max_inverse_softmax, negative_entropy)
+                            cell_labels, max_confidence, max_inverse_softmax, negative_entropy, paper_grid)
 from capshift.tables import accuracy, contingency_table, f1, macro_f1, predicted_prevalence
 
 
@@ -236,6 +236,24 @@ def test_grid_search_selects_and_refits():
     assert {r["variant"] for r in gs2.cv_results_} == {"QuAcc1xN2", "QuAccNxN"}
     with pytest.raises(ValueError, match="holdout"):
         QuAccGridSearch(h, ests, holdout=1.5).fit(X_V, y_V)
+    # several measures at once come from the selected estimator's tables (gs2 selected a full-table variant)
+    samples = [X_U[:150], X_U[150:300]]
+    out = gs2.predict_measures(samples, ["accuracy", "macro_f1"])
+    for m in ("accuracy", "macro_f1"):
+        np.testing.assert_allclose(out[m], gs2.best_estimator_.predict_batch(samples, m), atol=1e-12)
+
+
+def test_paper_grid():
+    from sklearn.model_selection import ParameterGrid
+
+    # C in 10^-3..10^3 (7) x class_weight (2) x covariates (2), times recalib (2) for SLD, bandwidth (20) for KDEy
+    assert len(ParameterGrid(paper_grid("cc"))) == 28
+    assert len(ParameterGrid(paper_grid("sld"))) == 56
+    g = paper_grid("kdey")
+    assert len(ParameterGrid(g)) == 560 and g["bandwidth"][0] == 0.01 and g["bandwidth"][-1] == 0.2
+    assert "bandwidth" not in paper_grid("sld") and "recalib" not in paper_grid("kdey")
+    with pytest.raises(ValueError, match="quantifier"):
+        paper_grid("acc")
 
 
 def test_methods_registered_and_protocol():

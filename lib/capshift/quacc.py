@@ -23,7 +23,6 @@ Moreo et al. 2025), each on a scikit-learn ``LogisticRegression`` (as in the pap
 """
 from __future__ import annotations
 
-import copy
 import warnings
 from dataclasses import dataclass
 
@@ -36,12 +35,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import ParameterGrid, train_test_split
 
 from .base import CAPEstimator, check_classifier, check_sample
+from .protocols import upp_indices  # sampling of the grid search's scoring samples (QuaPy's UPP)
 from .baselines import check_posteriors, max_confidence, negative_entropy  # shared with ATC
+from .quantifiers import resolve_quantifier
 from .tables import contingency_table, get_measure
 
 __all__ = ["COVARIATES", "QUANTIFIERS", "max_confidence", "negative_entropy", "max_inverse_softmax",
            "augment_features", "cell_labels", "QuAcc1xN2", "QuAccNxN", "QuAcc1xNp1", "QuAccGridSearch",
-           "SMALL_GRID", "PAPER_GRID", "METHODS"]
+           "SMALL_GRID", "PAPER_GRID", "paper_grid", "METHODS"]
 
 #: Names of the extra covariates (paper, Sect. "Adding Covariates").
 COVARIATES = ("mc", "ne", "mis")
@@ -177,16 +178,9 @@ class _QuAcc(CAPEstimator):
 
     # -- construction ---------------------------------------------------------------------------
     def _build_quantifier(self) -> AggregativeQuantifier:
-        q = self.quantifier
-        if isinstance(q, AggregativeQuantifier):
-            return copy.deepcopy(q)
-        if not isinstance(q, str):
-            raise TypeError(f"quantifier must be one of {QUANTIFIERS} or a quapy AggregativeQuantifier instance, "
-                            f"got {type(q).__name__}")
-        key = q.lower()
-        if key not in QUANTIFIERS:
-            raise ValueError(f"unknown quantifier {q!r}; choose one of {QUANTIFIERS} or pass a quapy "
-                             "AggregativeQuantifier instance")
+        key = resolve_quantifier(self.quantifier, QUANTIFIERS)
+        if not isinstance(key, str):
+            return key
         lr = LogisticRegression(C=self.C, class_weight=self.class_weight, max_iter=1000,
                                 random_state=self.random_state)
         if key == "cc":
@@ -216,10 +210,7 @@ class _QuAcc(CAPEstimator):
         return q
 
     def _features(self, X, posteriors=None):
-        if posteriors is None:
-            if not hasattr(self.classifier, "predict_proba"):
-                raise TypeError(f"QuAcc needs the classifier's posteriors, but {type(self.classifier).__name__} has "
-                                "no predict_proba (for SVC pass probability=True)")
+        if posteriors is None:  # fit() checked that h has predict_proba
             posteriors = self.classifier.predict_proba(X)
         posteriors = np.asarray(posteriors, dtype=float)
         if posteriors.shape != (X.shape[0], self.n_classes_):
@@ -316,8 +307,15 @@ class _QuAcc(CAPEstimator):
     def _place_errors(self, diag, err, gamma) -> np.ndarray:
         raise NotImplementedError  # only the 1x(n+1) variant
 
-    def _predict_tables(self, samples, prevalences):
-        return np.stack([self.aggregate(self.classify(X)) for X in samples])
+    def _predict_tables(self, samples, prevalences, posteriors=None):
+        """Tables (k, n, n) of the samples: the samples are stacked into one pool, classified in one pass
+        (``posteriors``: optional list of h's (m_k, n) posteriors) and aggregated sample by sample."""
+        sizes = np.array([X.shape[0] for X in samples])
+        pool = sp.vstack(samples, format="csr") if sp.issparse(samples[0]) else np.vstack(samples)
+        post = None if posteriors is None else np.vstack([np.asarray(p, dtype=float) for p in posteriors])
+        cl = self.classify(pool, post)
+        ends = np.cumsum(sizes)
+        return np.stack([self.aggregate(cl, np.arange(e - s, e)) for s, e in zip(sizes, ends)])
 
     def predict_batch(self, samples, measure=None, prevalences=None, posteriors=None) -> np.ndarray:
         """Estimated ``measure`` for each of k samples, shape (k,).
@@ -335,13 +333,8 @@ class _QuAcc(CAPEstimator):
         if not measures:
             return {}
         self._check_fitted()
-        samples_c = [check_sample(X, f"samples[{i}]") for i, X in enumerate(samples)]
-        sizes = np.array([X.shape[0] for X in samples_c])
-        pool = sp.vstack(samples_c, format="csr") if sp.issparse(samples_c[0]) else np.vstack(samples_c)
-        post = None if posteriors is None else np.vstack([np.asarray(p, dtype=float) for p in posteriors])
-        cl = self.classify(pool, post)
-        ends = np.cumsum(sizes)
-        tables = np.stack([self.aggregate(cl, np.arange(e - s, e)) for s, e in zip(sizes, ends)])
+        samples = [check_sample(X, f"samples[{i}]") for i, X in enumerate(samples)]
+        tables = self._predict_tables(samples, prevalences, posteriors)
         return {m: np.asarray(get_measure(m)(tables), dtype=float) for m in measures}
 
 
@@ -463,7 +456,12 @@ PAPER_GRID = {"C": [10.0 ** i for i in range(-3, 4)], "class_weight": [None, "ba
 
 
 def paper_grid(quantifier: str) -> dict:
-    """The paper's full grid for ``quantifier`` ("cc", "sld" or "kdey"), a dict for ``ParameterGrid``."""
+    """The paper's full grid for ``quantifier`` (QuAcc 2025, Sect. "Results"; steps (a)-(e) of the model selection).
+
+    ``quantifier``: "cc", "sld" or "kdey". Returns a dict of lists for scikit-learn's ``ParameterGrid``
+    (the ``param_grid`` of :class:`QuAccGridSearch`): :data:`PAPER_GRID` plus ``recalib`` in {None, "bcts"}
+    for SLD or ``bandwidth`` in 0.01, 0.02, ..., 0.20 for KDEy. Raises ValueError for another name.
+    """
     g = dict(PAPER_GRID)
     if quantifier == "sld":
         g["recalib"] = [None, "bcts"]
@@ -533,8 +531,6 @@ class QuAccGridSearch(CAPEstimator):
         return ests
 
     def _fit(self, X_val, y_val):
-        from .protocols import upp_indices  # sampling of the scoring samples (QuaPy's UPP)
-
         if not 0 < self.holdout < 1:
             raise ValueError(f"holdout must be a fraction in (0, 1), got {self.holdout!r}")
         if isinstance(self.random_state, bool) or not isinstance(self.random_state, (int, np.integer)):
@@ -548,7 +544,7 @@ class QuAccGridSearch(CAPEstimator):
         y_va = y_val[va]
         samples = upp_indices(y_va, self.sample_size, self.n_samples, int(self.random_state), n_classes=n)
         post_va = self.classifier.predict_proba(X_va)
-        pred_va = post_va.argmax(axis=1)
+        pred_va = self.val_pred_[va]  # h's predictions on V, computed once by fit()
         true = get_measure(self.measure)(np.stack([contingency_table(y_va[s], pred_va[s], n) for s in samples]))
         self.cv_results_, best = [], None
         for est in self._candidates_estimators():
@@ -581,6 +577,12 @@ class QuAccGridSearch(CAPEstimator):
         self._check_measure(measure)
         return self.best_estimator_.predict_batch(samples, measure, prevalences, posteriors)
 
+    def predict_measures(self, samples, measures, prevalences=None, posteriors=None) -> dict:
+        """As :meth:`capshift.quacc.QuAcc1xN2.predict_measures` (one table per sample for all ``measures``),
+        with the selected estimator."""
+        self._check_fitted()
+        return self.best_estimator_.predict_measures(samples, measures, prevalences, posteriors)
+
 
 # ----------------------------------------------------------------------------------------------- runner names
 def _factory(cls, quantifier):
@@ -598,10 +600,9 @@ def _selector(quantifier):
 
 
 _QNAMES = {"cc": "CC", "sld": "SLD", "kdey": "KDEy"}
-_VNAMES = {"1xn2": "1xn2", "nxn": "nxn", "1xn+1": "1xn+1"}
 #: Runner names (:data:`capshift.experiment.EXTRA_METHODS`): ``QuAcc<variant>_<quantifier>`` for the variants
 #: with default settings (variant in 1xn2, nxn, 1xn+1; quantifier in CC, SLD, KDEy), and ``QuAcc(<quantifier>)``
 #: for the model-selected QuAcc of the paper's tables (:class:`QuAccGridSearch` over the three variants and
 #: :data:`SMALL_GRID`, plus BCTS for SLD; selected on accuracy).
-METHODS = {f"QuAcc{_VNAMES[v]}_{_QNAMES[q]}": _factory(cls, q) for v, cls in _VARIANTS.items() for q in _QNAMES}
+METHODS = {f"QuAcc{v}_{_QNAMES[q]}": _factory(cls, q) for v, cls in _VARIANTS.items() for q in _QNAMES}
 METHODS.update({f"QuAcc({_QNAMES[q]})": _selector(q) for q in _QNAMES})
