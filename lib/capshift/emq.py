@@ -32,6 +32,8 @@ import numpy as np
 import pandas
 import quapy.error as qerr
 
+from .tables import accuracy
+
 __all__ = [
     "ATOL", "MEASURES", "SMOOTHED", "QUAPY_FUNCTIONS", "PROPERTIES", "PAPER_VERDICTS",
     "check_distribution", "resolve_eps", "smooth",
@@ -267,6 +269,8 @@ def get_measure(measure, sample_size=None, eps=None) -> Callable:
 
 
 def _name(measure) -> str:
+    if isinstance(measure, str):
+        return measure.upper()
     return getattr(measure, "name", None) or getattr(measure, "__name__", None) or repr(measure)
 
 
@@ -276,7 +280,9 @@ def flatten_tables(C, name: str = "C") -> np.ndarray:
 
     Row-major: cell ``(i, j)`` (true i, predicted j) is entry ``i * n + j``. This is how QuAcc (Volpi et al.
     2025) treats a table as a prevalence vector over the cell codeframe, so any EMQ applies to it.
-    Raises ValueError for a non-square last pair of axes or an invalid distribution.
+    Returns float64 ``(..., n²)``. Raises ValueError for a non-square last pair of axes, and the errors of
+    :func:`check_distribution` (tolerance ``ATOL`` on the sum; :func:`capshift.tables.check_table` would also
+    admit a relative ``1e-5``).
     """
     C = np.asarray(C, dtype=np.float64)
     if C.ndim < 2 or C.shape[-1] != C.shape[-2] or C.shape[-1] < 2:
@@ -302,8 +308,8 @@ def ae_accuracy(p, p_hat, *, sample_size=None, eps=None):
     """
     p, p_hat = _pair(p, p_hat)
     n = _side(p.shape[-1], "p")
-    diag = np.arange(n) * (n + 1)
-    return _out(np.abs(p[..., diag].sum(axis=-1) - p_hat[..., diag].sum(axis=-1)))
+    table = p.shape[:-1] + (n, n)  # undo flatten_tables (row-major)
+    return _out(np.abs(accuracy(p.reshape(table)) - accuracy(p_hat.reshape(table))))
 
 
 ae_accuracy.name = "AE(acc)"
@@ -624,8 +630,10 @@ def perverse(measure, p, candidates=None, sample_size=None, eps=None):
 
     The maximum is searched over the vertices of the simplex (one class gets everything; where convex
     measures attain it) plus ``candidates`` (optional ``(m, n)`` array of further distributions). ``p``:
-    ``(k, n)``. Returns ``(p_hat, value)`` with shapes ``(k, n)`` and ``(k,)``. Source: the MAX property
-    (Sebastiani 2020, Sect. 3; Appendix 2.1 uses the vertex of the rarer class).
+    ``(k, n)`` or ``(n,)``. Returns ``(p_hat, value)`` with shapes ``(k, n)`` and ``(k,)`` (float64).
+    ``measure``, ``sample_size``, ``eps`` as for :func:`get_measure`; raises its errors and those of
+    :func:`check_distribution`. Source: the MAX property (Sebastiani 2020, Sect. 3; Appendix 2.1 uses the
+    vertex of the rarer class).
     """
     D = get_measure(measure, sample_size, eps)
     p = check_distribution(np.atleast_2d(p), "p")
@@ -638,7 +646,8 @@ def perverse(measure, p, candidates=None, sample_size=None, eps=None):
 
 
 def _evaluate(prop, D, b, rtol, atol):
-    """Per-scenario (violation amount >= 0 or NaN if respected, values dict, scenario dict) for one batch."""
+    """For one batch of k scenarios: ``(bad, amount, values)``, ``bad`` (k,) bool (requirement violated),
+    ``amount`` (k,) how far it is violated (meaningful where ``bad``), ``values`` name -> (k,) scores."""
     if prop in ("IoI", "NN"):
         v = np.asarray(D(b["p"], b["p_hat"]), dtype=np.float64)
         if prop == "NN":
@@ -657,22 +666,17 @@ def _evaluate(prop, D, b, rtol, atol):
         bad = s1 != s2
         amount = np.where((s1 != 0) & (s2 != 0), np.minimum(np.abs(d1), np.abs(d2)), np.maximum(np.abs(d1), np.abs(d2)))
         return bad, amount, {"D(p, p_hat_1) - D(p, p_hat_2)": d1, "D(q, q_hat_1) - D(q, q_hat_2)": d2}
-    if prop in ("MON", "IMP"):
-        v1 = np.asarray(D(b["p"], b["p_hat_1"]), dtype=np.float64)
-        v2 = np.asarray(D(b["p"], b["p_hat_2"]), dtype=np.float64)
+    if prop in ("MON", "IMP", "REL", "ABS"):
+        # two scores: of p_hat_1 and p_hat_2 against one true p (MON, IMP) or against p_1 and p_2 (REL, ABS)
+        t1, t2 = ("p", "p") if prop in ("MON", "IMP") else ("p_1", "p_2")
+        v1 = np.asarray(D(b[t1], b["p_hat_1"]), dtype=np.float64)
+        v2 = np.asarray(D(b[t2], b["p_hat_2"]), dtype=np.float64)
         tol = _tol(v1, v2, rtol, atol)
-        vals = {"D(p, p_hat_1)": v1, "D(p, p_hat_2)": v2}
-        if prop == "MON":
-            return v2 - v1 <= tol, v1 - v2, vals
-        return np.abs(v1 - v2) > tol, np.abs(v1 - v2), vals
-    if prop in ("REL", "ABS"):
-        v1 = np.asarray(D(b["p_1"], b["p_hat_1"]), dtype=np.float64)
-        v2 = np.asarray(D(b["p_2"], b["p_hat_2"]), dtype=np.float64)
-        tol = _tol(v1, v2, rtol, atol)
-        vals = {"D(p_1, p_hat_1)": v1, "D(p_2, p_hat_2)": v2}
-        if prop == "REL":
-            return v1 - v2 <= tol, v2 - v1, vals
-        return np.abs(v1 - v2) > tol, np.abs(v1 - v2), vals
+        vals = {f"D({t1}, p_hat_1)": v1, f"D({t2}, p_hat_2)": v2}
+        if prop in ("IMP", "ABS"):  # equality
+            return np.abs(v1 - v2) > tol, np.abs(v1 - v2), vals
+        lo, hi = (v1, v2) if prop == "MON" else (v2, v1)  # strict inequality lo < hi (REQUIREMENT)
+        return hi - lo <= tol, lo - hi, vals
     raise ValueError(prop)
 
 
@@ -691,6 +695,8 @@ def check_property(measure, prop: str, *, grid: int = 100, n_random: int = 1000,
         them), which is how the paper derives the full properties from the binary ones plus IND.
     grid : int
         Step ``1/grid`` of the binary-simplex grid (exact multiples; 0 = no grid). IND has no binary case.
+        For MAX it is also the grid of binary candidate estimates searched for the perverse estimator,
+        with explicit ``scenarios`` too.
     n_random : int
         Number of seeded random scenarios (uniform on the simplex), spread evenly over ``classes``.
     classes : sequence of int
@@ -722,11 +728,10 @@ def check_property(measure, prop: str, *, grid: int = 100, n_random: int = 1000,
     if sample_size is None and eps is None:
         sample_size = 1_000_000
     D = get_measure(measure, sample_size, eps)
-    name = _name(measure) if not isinstance(measure, str) else measure.upper()
+    name = _name(measure)
     batches, desc = _scenario_batches(prop, grid, n_random, classes, seed, scenarios)
-    tol_desc = (rtol, atol)
     if prop == "MAX":
-        return _check_max(D, name, batches, desc, rtol, atol, grid if scenarios is None else 100, n_probe, seed)
+        return _check_max(D, name, batches, desc, rtol, atol, grid, n_probe, seed)
     best, n_bad, n_tot = None, 0, 0
     for b in batches:
         bad, amount, vals = _evaluate(prop, D, b, rtol, atol)
@@ -738,7 +743,7 @@ def check_property(measure, prop: str, *, grid: int = 100, n_random: int = 1000,
                 best = (float(amount[k]), {key: tuple(float(x) for x in arr[k]) for key, arr in b.items()},
                         {key: float(arr[k]) for key, arr in vals.items()})
     cx = None if best is None else Counterexample(best[1], best[2], REQUIREMENT[prop], max(best[0], 0.0))
-    return Verdict(name, prop, cx, n_tot, n_bad, desc, tol_desc)
+    return Verdict(name, prop, cx, n_tot, n_bad, desc, (rtol, atol))
 
 
 def _check_max(D, name, batches, desc, rtol, atol, grid, n_probe, seed):
@@ -794,10 +799,11 @@ def property_table(measures=tuple(MEASURES), props=PROPERTIES, **kwargs) -> pand
     """Run every checker on every measure: a DataFrame indexed by measure, one column per property, of
     :class:`Verdict` objects (use ``.map(lambda v: v.status)`` to display). ``kwargs`` go to
     :func:`check_property`; ``measures`` may mix names and callables (with a ``name`` attribute).
+    Raises the errors of :func:`check_property`. Source: Sebastiani (2020), Sect. 3 (properties) and 4 (measures).
     """
     rows = {}
     for m in measures:
-        rows[_name(m) if not isinstance(m, str) else m.upper()] = {pr: check_property(m, pr, **kwargs) for pr in props}
+        rows[_name(m)] = {pr: check_property(m, pr, **kwargs) for pr in props}
     return pandas.DataFrame.from_dict(rows, orient="index")[list(props)]
 
 
@@ -823,7 +829,10 @@ def appendix2_printed() -> pandas.DataFrame:
 
 def appendix2_recomputed(sample_size: int = 1_000_000) -> pandas.DataFrame:
     """:func:`appendix2_printed` with ``computed`` (this module, smoothing |sigma| = ``sample_size``, footnote
-    19), ``rounded`` (to 4 decimals, float) and ``match`` (rounded == printed) columns added."""
+    19), ``rounded`` (to 4 decimals, float) and ``match`` (rounded == printed, bool) columns added.
+
+    Source: Sebastiani (2020), Appendix 2. Raises the errors of :func:`resolve_eps` for a bad ``sample_size``.
+    """
     df = appendix2_printed()
     p = df[["p_c1", "p_c2"]].to_numpy()
     q = df[["phat_c1", "phat_c2"]].to_numpy()
