@@ -533,8 +533,8 @@ class PriorShift(_ShiftFamily):
         pl, pu = self._vec(train["p_L"]), self._vec(cond["p_U"])
         real = _counts(self.test_size, pu) / self.test_size
         if self.n_classes_ == 2:
-            return {"degree": round(float(pu[1] - pl[1]), 1), "size": self.test_size, "prevalence": real[1]}
-        return {"degree": round(0.5 * float(np.abs(pu - pl).sum()), 2), "size": self.test_size,
+            return {"degree": round(float(pu[1] - pl[1]), 1) + 0.0, "size": self.test_size, "prevalence": real[1]}
+        return {"degree": round(0.5 * float(np.abs(pu - pl).sum()), 2) + 0.0, "size": self.test_size,
                 **{f"prevalence_{k}": v for k, v in enumerate(real)}}
 
 
@@ -639,7 +639,7 @@ class GlobalCovariateShift(_GroupedFamily):
 
     def _sample_row(self, train, cond):
         an, ap, bn, bp = _group_counts(self.test_size, cond["alpha_U"], cond["p_U"])
-        return {"degree": round(train["alpha_L"] - cond["alpha_U"], 1), "size": self.test_size,
+        return {"degree": round(train["alpha_L"] - cond["alpha_U"], 1) + 0.0, "size": self.test_size,
                 "prevalence": (ap + bp) / self.test_size, "alpha": (an + ap) / self.test_size}
 
 
@@ -717,7 +717,7 @@ class LocalCovariateShift(_GroupedFamily):
     def _sample_row(self, train, cond):
         an, ap, bn, bp = self._test_counts(cond["p_U"])
         size = an + ap + bn + bp
-        return {"degree": round(cond["p_U"] - train["p_L"], 2), "size": size, "prevalence": (ap + bp) / size,
+        return {"degree": round(cond["p_U"] - train["p_L"], 2) + 0.0, "size": size, "prevalence": (ap + bp) / size,
                 "change_conditionals": self.change_conditionals}
 
 
@@ -815,7 +815,7 @@ class ConceptShift(_ShiftFamily):
         lv_te, lv_tr = self.levels_[self.test_pool_], self.levels_[self.train_pool_]
         kept = lv_te != cond["c_U"]
         share = kept.mean()
-        return {"degree": round(train["c_L"] - cond["c_U"], 6), "size": int(round(self.test_size * share)),
+        return {"degree": round(train["c_L"] - cond["c_U"], 6) + 0.0, "size": int(round(self.test_size * share)),
                 "prevalence": float((lv_te[kept] > cond["c_U"]).mean()),
                 "p_L": float((lv_tr[lv_tr != train["c_L"]] > train["c_L"]).mean())}
 
