@@ -357,3 +357,16 @@ def test_wine_quality_is_online_and_cached(tmp_path, monkeypatch):
     pd.to_pickle({"features": feats, "targets": orig[["quality"]], "original": orig}, tmp_path / "uci_186.pkl")
     d = datasets.load_shift("wine-quality", cache_dir=tmp_path)
     assert d.levels.tolist() == [4, 5, 6, 8] and d.groups.tolist() == [1, 0, 1, 0]
+
+
+def test_paper_tables_4_5_transcription():
+    from capshift import reference
+    t = reference.paper_table("gonzalez2024_tables4-5")
+    t4, t5 = t[t["table"] == 4], t[t["table"] == 5]
+    assert len(t4) == 21 * 6 and len(t5) == 21 * 6 * 3 and t["mae"].between(0, 1).all()
+    assert t4.query("degree == -1.0 and method == 'CC'")["mae"].item() == 0.737
+    assert t5.query("degree == 1.0 and p_U == 0.75 and method == 'PACC'")[["mae", "mark"]].values.tolist() == [[0.056, "†"]]
+    # the text's claims: SLD is the best performer under PPS (Sect. 5.3.2), PCC under global pure covariate
+    # shift (Sect. 5.4.2, the p_U = p_L = 0.5 block)
+    assert t4.groupby("method")["mae"].mean().idxmin() == "SLD"
+    assert t5[t5["p_U"] == 0.5].groupby("method")["mae"].mean().idxmin() == "PCC"

@@ -23,9 +23,11 @@ TABLES = {
     "ds2024_table1": "ds2024_table1_allclassifiers_binary_acc.csv",
     "quacc2025_table3": "quacc2025_table3_LR_binary_acc_f1.csv",
     "quacc2025_table4": "quacc2025_table4_LR_multiclass_acc_f1.csv",
+    "gonzalez2024_tables4-5": "gonzalez2024_tables4-5_mae.csv",  # dataset-shift paper: MAE by degree of shift
 }
 #: short paper name -> value of the CSVs' ``paper`` column
-PAPERS = {"leap2025": "Volpi2025_LEAP_MLJ", "ds2024": "Volpi2024_LEAP_DS", "quacc2025": "Volpi2025_QuAcc_IA"}
+PAPERS = {"leap2025": "Volpi2025_LEAP_MLJ", "ds2024": "Volpi2024_LEAP_DS", "quacc2025": "Volpi2025_QuAcc_IA",
+          "gonzalez2024": "Gonzalez2024_DMKD"}
 
 
 @lru_cache(maxsize=None)
