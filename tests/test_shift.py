@@ -361,7 +361,7 @@ def test_wine_quality_is_online_and_cached(tmp_path, monkeypatch):
 
 def test_paper_tables_4_5_transcription():
     from capshift import reference
-    t = reference.paper_table("gonzalez2024_tables4-5")
+    t = reference.dataset_shift_tables()
     t4, t5 = t[t["table"] == 4], t[t["table"] == 5]
     assert len(t4) == 21 * 6 and len(t5) == 21 * 6 * 3 and t["mae"].between(0, 1).all()
     assert t4.query("degree == -1.0 and method == 'CC'")["mae"].item() == 0.737

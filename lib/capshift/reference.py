@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import pandas as pd
 
-__all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side"]
+__all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side", "dataset_shift_tables"]
 
 TABLES = {
     "leap2025_table1": "leap2025_table1_LR_binary_acc.csv",
@@ -23,11 +23,9 @@ TABLES = {
     "ds2024_table1": "ds2024_table1_allclassifiers_binary_acc.csv",
     "quacc2025_table3": "quacc2025_table3_LR_binary_acc_f1.csv",
     "quacc2025_table4": "quacc2025_table4_LR_multiclass_acc_f1.csv",
-    "gonzalez2024_tables4-5": "gonzalez2024_tables4-5_mae.csv",  # dataset-shift paper: MAE by degree of shift
 }
 #: short paper name -> value of the CSVs' ``paper`` column
-PAPERS = {"leap2025": "Volpi2025_LEAP_MLJ", "ds2024": "Volpi2024_LEAP_DS", "quacc2025": "Volpi2025_QuAcc_IA",
-          "gonzalez2024": "Gonzalez2024_DMKD"}
+PAPERS = {"leap2025": "Volpi2025_LEAP_MLJ", "ds2024": "Volpi2024_LEAP_DS", "quacc2025": "Volpi2025_QuAcc_IA"}
 
 
 @lru_cache(maxsize=None)
@@ -167,3 +165,17 @@ def side_by_side(comparison: pd.DataFrame, task: str, measure: str, methods=None
     wide = d.pivot(index="dataset", columns="method", values=["ours", "paper"]).swaplevel(axis=1)
     return wide.reindex(index=list(dict.fromkeys(d["dataset"])),
                         columns=pd.MultiIndex.from_product([methods, ["ours", "paper"]])).fillna("")
+
+
+def dataset_shift_tables() -> pd.DataFrame:
+    """Tables 4-5 of the dataset-shift paper (González, Moreo & Sebastiani, DMKD 2024): MAE of CC, ACC, PCC,
+    PACC, DyS and SLD by degree of shift, under prior probability shift (Table 4, degree p_U − p_L) and
+    global covariate shift with p_L = 0.5 (Table 5, degree α_L − α_U, blocks p_U = 0.25, 0.5, 0.75).
+
+    Long DataFrame with columns ``paper, table, p_L, degree, p_U, method, mae, mark, provenance`` (``mark``:
+    the paper's ``‡``/``†``; see ``capshift/data/paper/README.md``). A schema of its own, so it is not in
+    :data:`TABLES` (whose tables are per dataset and method).
+    """
+    path = importlib.resources.files("capshift") / "data" / "paper" / "gonzalez2024_tables4-5_mae.csv"
+    with importlib.resources.as_file(path) as p:
+        return pd.read_csv(p, dtype={"mark": object}, keep_default_na=False, na_values={"p_L": [""], "p_U": [""]})
