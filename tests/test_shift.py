@@ -304,14 +304,14 @@ def test_wilcoxon_marks_bands():
     base = rng.uniform(0.0, 0.1, n)
     rows = []
     for name, vals in (("best", base), ("same", base + rng.normal(0, 1e-3, n)), ("worse", base + 0.05)):
-        rows += [{"degree": 0.0, "trial": 0, "sample": i, "method": name, "ae": v} for i, v in enumerate(vals)]
+        rows += [{"degree": 0.0, "trial": 0, "sample_id": i, "method": name, "ae": v} for i, v in enumerate(vals)]
     table = experiment.wilcoxon_marks(pd.DataFrame(rows))
     row = table.loc[0.0]
     assert row["best"].startswith("**") or row["same"].startswith("**")
     assert (row["same"] + row["best"]).count("‡") == 1  # not distinguishable from the best
     assert not row["worse"][0] in "‡†"  # p <= 0.001
     with pytest.raises(ValueError, match="columns"):
-        experiment.wilcoxon_marks(pd.DataFrame(rows).drop(columns="sample"))
+        experiment.wilcoxon_marks(pd.DataFrame(rows).drop(columns="sample_id"))
 
 
 def test_cap_methods_under_prior_shift(synth):

@@ -464,7 +464,7 @@ def run_shift_cap(protocol, methods=SHIFT_CAP_METHODS, classifier: str = "lr", m
 
 
 def wilcoxon_marks(results: pd.DataFrame, by="degree", method: str = "method", value: str = "ae",
-                   pair=("trial", "sample"), decimals: int = 3) -> pd.DataFrame:
+                   pair=("trial", "sample_id"), decimals: int = 3) -> pd.DataFrame:
     """Mean of ``value`` per group and method with the dataset-shift paper's significance marks (Sect. 5.2).
 
     In each group of ``by`` the method with the lowest mean is the best (bold, ``**.014**``); every other

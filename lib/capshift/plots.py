@@ -3,6 +3,8 @@
 - :func:`diagonal_plot`: predicted vs true measure per method (LEAP 2025, Fig. 1a).
 - :func:`error_by_shift`: mean AE as a function of the amount of PPS, binned L1 distance between
   V's and the sample's prevalence (LEAP 2025, Fig. 6).
+- :func:`shift_boxplots`: AE by degree of shift per method, for the dataset-shift protocols (González
+  et al., DMKD 2024, Figs. 6-12).
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-__all__ = ["diagonal_plot", "error_by_shift"]
+__all__ = ["diagonal_plot", "error_by_shift", "shift_boxplots"]
 
 
 def _check(results: pd.DataFrame, measure: str) -> pd.DataFrame:
@@ -72,3 +74,30 @@ def error_by_shift(results: pd.DataFrame, measure: str = "accuracy", methods=Non
     sns.lineplot(data=curve, x="bin", y="ae", hue="method", hue_order=methods, marker="o", ax=ax)
     ax.set(xlabel="amount of PPS (L1 distance between V's and the sample's prevalence)", ylabel=f"mean AE ({measure})")
     return ax
+
+
+def shift_boxplots(results: pd.DataFrame, x: str = "degree", methods=None, hue: str | None = None,
+                   col_wrap: int = 3, height: float = 2.4, aspect: float = 1.5, ylabel: str = "AE"):
+    """The dataset-shift paper's box plots (its Figures 6-12): one panel per method, the AE of every test
+    sample by degree of shift (``x``), outliers as dots; ``hue`` splits the boxes (e.g. Figure 11's local
+    covariate shift against its PPS control, ``hue="change_conditionals"``).
+
+    ``results``: a tidy table from :func:`capshift.experiment.run_shift_quantifiers` or
+    :func:`~capshift.experiment.run_shift_cap` (columns ``method``, ``ae`` and ``x``). Returns the seaborn
+    ``FacetGrid``. Raises ValueError for missing columns.
+    """
+    need = {"method", "ae", x} | ({hue} if hue else set())
+    if not need <= set(results.columns):
+        raise ValueError(f"results lack the columns {sorted(need - set(results.columns))}")
+    methods = list(dict.fromkeys(results["method"])) if methods is None else list(methods)
+    order = sorted(results[x].unique())
+    labels = [f"{v:g}" for v in order]
+    g = sns.catplot(data=results[results["method"].isin(methods)], x=x, y="ae", hue=hue, col="method",
+                    col_order=methods, col_wrap=col_wrap, kind="box", order=order, height=height, aspect=aspect,
+                    fliersize=1.2, linewidth=0.6, color=None if hue else "C0", sharey=True, legend=bool(hue))
+    for ax in g.axes.flat:
+        ticks = range(0, len(order), max(1, len(order) // 6))
+        ax.set_xticks(list(ticks), [labels[i] for i in ticks])
+    g.set_titles("{col_name}")
+    g.set_axis_labels(f"degree of shift ({x})" if x != "degree" else "degree of shift", ylabel)
+    return g

@@ -250,7 +250,8 @@ class ShiftSamples(OnLabelledCollectionProtocol):
     Yields ``(X_sample, prevalence)`` (``return_type="sample_prev"``, QuaPy's default), a
     ``LabelledCollection`` (``"labelled_collection"``) or ``(indices, cut)`` (``"index"``). ``parameters``
     is a DataFrame with one row per sample, in yield order: the trial's training parameters, the test
-    parameters, ``degree`` (the paper's degree of shift), ``size`` and the realised ``prevalence`` of the
+    parameters, ``sample`` (its number within its test condition), ``sample_id`` (its position in the
+    trial: ``(trial, sample_id)`` identifies it in the whole protocol), ``degree`` (the paper's degree of shift), ``size`` and the realised ``prevalence`` of the
     positive class (binary) or ``prevalence_<k>`` (multiclass). ``indices[k]`` are the sample's row indices
     into ``pool`` (the test pool, a ``LabelledCollection``), and :meth:`labels` its true labels (under the
     test concept for :class:`ConceptShift`). Built by the families; not meant to be built directly.
@@ -364,7 +365,7 @@ class _ShiftFamily(AbstractStochasticSeededProtocol):
         tests = [t for t in self._test_conditions(train) for _ in range(self.n_samples)]
         indices = [self._draw_test(rng, train, t) for t in tests]
         params = pd.DataFrame([{"trial": int(number), **train, **t, "sample": k % self.n_samples,
-                                **self._sample_row(train, t)} for k, t in enumerate(tests)])
+                                "sample_id": k, **self._sample_row(train, t)} for k, t in enumerate(tests)])
         if getattr(self, "_pool", None) is None:
             self._pool = LabelledCollection(self.X_[self.test_pool_], self.y_[self.test_pool_], classes=self.classes_)
         pool = self._pool
@@ -387,9 +388,10 @@ class _ShiftFamily(AbstractStochasticSeededProtocol):
         for t in range(self.n_trials):
             rep, c = divmod(t, len(conds))
             train = {"repeat": rep, **conds[c]}
+            first = len(rows)
             for cond in self._test_conditions(train):
-                rows += [{"trial": t, **train, **cond, "sample": s, **self._sample_row(train, cond)}
-                         for s in range(self.n_samples)]
+                rows += [{"trial": t, **train, **cond, "sample": s, "sample_id": len(rows) - first + s,
+                          **self._sample_row(train, cond)} for s in range(self.n_samples)]
         return pd.DataFrame(rows)
 
     # -- QuaPy's AbstractStochasticSeededProtocol ---------------------------------------------------------
