@@ -483,7 +483,7 @@ def wilcoxon_marks(results: pd.DataFrame, by="degree", method: str = "method", v
     if wide.isna().any().any():
         raise ValueError("every method needs a value for every (group, pair) key: the results are not paired")
     out = {}
-    for key, block in wide.groupby(level=by):
+    for key, block in wide.groupby(level=by, sort=False):
         means = block.mean()
         best = means.idxmin()
         row = {}
