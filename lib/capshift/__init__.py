@@ -2,7 +2,8 @@
 
 Modules: ``tables`` (contingency tables, measures), ``equations`` (governing equations),
 ``leap`` (S-LEAP, LEAP, O-LEAP), ``quantifiers`` (QuaPy quantifiers by name), ``baselines``,
-``datasets``, ``protocols``, ``experiment`` (runner, results), ``plots``, ``reference`` (the
+``datasets``, ``protocols`` (PPS sampling), ``shift`` (dataset-shift protocols beyond PPS), ``experiment``
+(runner, results), ``plots``, ``reference`` (the
 papers' published numbers), ``book`` (chapter runner).
 """
 __version__ = "0.1.0"

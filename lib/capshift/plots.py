@@ -77,10 +77,10 @@ def error_by_shift(results: pd.DataFrame, measure: str = "accuracy", methods=Non
 
 
 def shift_boxplots(results: pd.DataFrame, x: str = "degree", methods=None, hue: str | None = None,
-                   col_wrap: int = 3, height: float = 2.4, aspect: float = 1.5, ylabel: str = "AE"):
+                   hue_order=None, col_wrap: int = 3, height: float = 2.4, aspect: float = 1.5, ylabel: str = "AE"):
     """The dataset-shift paper's box plots (its Figures 6-12): one panel per method, the AE of every test
     sample by degree of shift (``x``), outliers as dots; ``hue`` splits the boxes (e.g. Figure 11's local
-    covariate shift against its PPS control, ``hue="change_conditionals"``).
+    covariate shift against its PPS control, ``hue="change_conditionals"``; ``hue_order`` orders them).
 
     ``results``: a tidy table from :func:`capshift.experiment.run_shift_quantifiers` or
     :func:`~capshift.experiment.run_shift_cap` (columns ``method``, ``ae`` and ``x``). Returns the seaborn
@@ -92,11 +92,12 @@ def shift_boxplots(results: pd.DataFrame, x: str = "degree", methods=None, hue: 
     methods = list(dict.fromkeys(results["method"])) if methods is None else list(methods)
     order = sorted(results[x].unique())
     labels = [f"{v:g}" for v in order]
-    g = sns.catplot(data=results[results["method"].isin(methods)], x=x, y="ae", hue=hue, col="method",
+    g = sns.catplot(data=results[results["method"].isin(methods)], x=x, y="ae", hue=hue, hue_order=hue_order,
+                    col="method",
                     col_order=methods, col_wrap=col_wrap, kind="box", order=order, height=height, aspect=aspect,
                     fliersize=1.2, linewidth=0.6, color=None if hue else "C0", sharey=True, legend=bool(hue))
     for ax in g.axes.flat:
-        ticks = range(0, len(order), max(1, len(order) // 6))
+        ticks = range(0, len(order), -(-len(order) // 6))  # at most 6 labels: no overlap
         ax.set_xticks(list(ticks), [labels[i] for i in ticks])
     g.set_titles("{col_name}")
     g.set_axis_labels(f"degree of shift ({x})" if x != "degree" else "degree of shift", ylabel)
