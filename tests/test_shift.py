@@ -370,3 +370,25 @@ def test_paper_tables_4_5_transcription():
     # shift (Sect. 5.4.2, the p_U = p_L = 0.5 block)
     assert t4.groupby("method")["mae"].mean().idxmin() == "SLD"
     assert t5[t5["p_U"] == 0.5].groupby("method")["mae"].mean().idxmin() == "PCC"
+
+
+def test_samples_come_with_their_shift_parameters(synth):
+    _, _, _, Xb, y, g = synth
+    p = shift.GlobalCovariateShift(Xb, y, g, train_prevalences=[0.5], test_prevalences=[0.25, 0.75],
+                                   train_alphas=[0.5], test_alphas=[0.0, 1.0], train_size=200, test_size=40,
+                                   n_samples=2, repeats=1, return_type="labelled_collection")
+    pairs = list(p.with_parameters())
+    assert len(pairs) == p.total() == 8
+    for lc, params in pairs:
+        assert lc.prevalence()[1] == pytest.approx(params["prevalence"])
+        assert params["degree"] == round(params["alpha_L"] - params["alpha_U"], 1)
+        assert len(lc) == params["size"]
+
+
+def test_model_selection_picks_from_the_grid(synth, monkeypatch):
+    # a grid without the defaults (C=1, class_weight=None): the fitted model must come from the grid search
+    monkeypatch.setattr(experiment, "SHIFT_GRID", {"C": [0.001, 1000.0], "class_weight": ["balanced"]})
+    p = _pps(synth, train_prevalences=[0.5], repeats=1)
+    for name, prefix in (("PACC", "classifier__"), ("SLD", "classifier__estimator__")):
+        params = experiment._fit_shift_quantifier(name, p.trial(0).train, 0, True, 50).get_params()
+        assert params[prefix + "C"] in (0.001, 1000.0) and params[prefix + "class_weight"] == "balanced"

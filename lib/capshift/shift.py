@@ -289,6 +289,12 @@ class ShiftSamples(OnLabelledCollectionProtocol):
     def total(self) -> int:
         return len(self.indices)
 
+    def with_parameters(self):
+        """Yield ``(sample, parameters)``: each sample as the protocol's call yields it, with its row of
+        :attr:`parameters` as a dict (the shift parameters that generated it)."""
+        for sample, (_, row) in zip(self(), self.parameters.iterrows()):
+            yield sample, row.to_dict()
+
 
 @dataclass
 class Trial:
@@ -413,6 +419,12 @@ class _ShiftFamily(AbstractStochasticSeededProtocol):
     def __call__(self):
         for trial in self.trials():  # trial by trial: each is drawn once
             yield from trial.test()
+
+    def with_parameters(self):
+        """Yield ``(sample, parameters)`` for every test sample of every trial, in the order of the call; the
+        parameters (a dict) are those of :attr:`parameters`' row for the sample."""
+        for trial in self.trials():
+            yield from trial.test.with_parameters()
 
     def total(self) -> int:
         return sum(self._n_tests_per_trial(t) for t in range(self.n_trials))
