@@ -15,9 +15,11 @@ fractions ``pred_prev`` (gamma, Eq. 10) and a quantifier's estimate ``est_prev``
 - O-LEAP (Sect. 4.5): the constrained least-squares solve over all ``(n+1)²`` equations.
 
 The system matrix depends only on ``C_V``; :class:`TableSolver` builds it and its factorisation
-(LU for the exact path, an OSQP workspace for the constrained one) once, then solves any number
-of right-hand sides. Solvers: ``"osqp"`` (sparse quadratic program, OSQP, as the paper's sparse
-variant, Sect. 5.12) and ``"slsqp"`` (dense, ``scipy.optimize`` SLSQP, the paper's naive variant).
+(LU for the exact path, the constrained solver's workspace) once, then solves any number of
+right-hand sides. Constrained solvers: ``"active_set"`` (default; exact active-set method on the
+cached Gram matrix and its inverse, :mod:`capshift._qp`, batched over samples), ``"osqp"`` (sparse
+quadratic program, OSQP, as the paper's sparse variant, Sect. 5.12) and ``"slsqp"`` (dense,
+``scipy.optimize`` SLSQP, the paper's naive variant).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import scipy.sparse as sp
 from scipy.linalg import lu_factor, lu_solve
 from scipy.optimize import minimize
 
+from ._qp import SimplexActiveSet
 from .base import CAPEstimator
 from .equations import governing_system, validation_rates
 from .quantifiers import check_prevalence, make_quantifier
@@ -34,7 +37,8 @@ from .tables import check_table, true_prevalence
 
 __all__ = ["TableSolver", "sleap_table", "leap_table", "oleap_table", "SLEAP", "LEAP", "OLEAP", "SOLVERS"]
 
-SOLVERS = ("osqp", "slsqp")
+SOLVERS = ("active_set", "osqp", "slsqp")
+DEFAULT_SOLVER = "active_set"
 _NEG_TOL = 1e-9  # exact solutions with cells below -_NEG_TOL are infeasible
 
 
@@ -91,8 +95,9 @@ class TableSolver:
     method : {"leap", "oleap"}
         ``"leap"``: square system without class 0, exact solve with constrained fallback;
         ``"oleap"``: constrained solve over all ``(n+1)²`` equations.
-    solver : {"osqp", "slsqp"}
-        Constrained solver (sparse OSQP or the paper's dense SLSQP).
+    solver : {"active_set", "osqp", "slsqp"}
+        Constrained solver: capshift's exact active-set method (default), sparse OSQP or the
+        paper's dense SLSQP.
 
     Raises
     ------
@@ -100,7 +105,7 @@ class TableSolver:
         Invalid table, a class absent from V, unknown method or solver.
     """
 
-    def __init__(self, val_table, method: str = "leap", solver: str = "osqp"):
+    def __init__(self, val_table, method: str = "leap", solver: str = DEFAULT_SOLVER):
         if method not in ("leap", "oleap"):
             raise ValueError(f"method must be 'leap' or 'oleap', got {method!r}")
         self.method, self.solver = method, solver
@@ -112,11 +117,19 @@ class TableSolver:
         self.lu = lu_factor(self.system.A.toarray()) if method == "leap" else None
         self._lsq = None
 
-    def _constrained(self, b):
+    def _constrained(self, B):
+        """Constrained minimisers for the right-hand sides B, shape (k, m) -> (k, n²)."""
         if self._lsq is None:  # built lazily: LEAP often never needs it
-            self._sum_row = self.system.group == 1
-            self._lsq = _SimplexLSQ(self.system.A[~self._sum_row], self.solver)
-        return self._lsq.solve(b[~self._sum_row])
+            if self.solver == "active_set":  # keeps Eq. 8: it makes A^T A positive definite
+                self._sum_row = np.zeros(len(self.system.group), dtype=bool)
+                self._lsq = SimplexActiveSet(self.system.A)
+            else:
+                self._sum_row = self.system.group == 1
+                self._lsq = _SimplexLSQ(self.system.A[~self._sum_row], self.solver)
+        B = B[:, ~self._sum_row]
+        if self.solver == "active_set":
+            return self._lsq.solve(B)
+        return np.stack([self._lsq.solve(b) for b in B]) if len(B) else np.empty((0, self.n * self.n))
 
     def solve(self, pred_prev, est_prev):
         """Estimated tables and the path taken per sample.
@@ -136,8 +149,8 @@ class TableSolver:
             paths[ok] = "exact"
         else:
             ok = np.zeros(B.shape[0], dtype=bool)
-        for k in np.flatnonzero(~ok):
-            X[k] = self._constrained(B[k])
+        if not ok.all():
+            X[~ok] = self._constrained(B[~ok])
         X = np.clip(X, 0.0, None)
         X /= X.sum(axis=1, keepdims=True)
         return X.reshape(-1, self.n, self.n), paths
@@ -167,7 +180,7 @@ def sleap_table(val_table, est_prev) -> np.ndarray:
     return V * (q / p)[..., :, None]
 
 
-def leap_table(val_table, pred_prev, est_prev, solver: str = "osqp", return_path: bool = False):
+def leap_table(val_table, pred_prev, est_prev, solver: str = DEFAULT_SOLVER, return_path: bool = False):
     """LEAP (Sect. 4.3): the square system without class 0, exact or constrained (Sect. 4.5).
 
     Shapes as :meth:`TableSolver.solve`; returns an (n, n) table for 1-d inputs, (k, n, n) for
@@ -177,7 +190,7 @@ def leap_table(val_table, pred_prev, est_prev, solver: str = "osqp", return_path
     return _unbatch(tables, paths, np.ndim(est_prev) == 1, return_path)
 
 
-def oleap_table(val_table, pred_prev, est_prev, solver: str = "osqp") -> np.ndarray:
+def oleap_table(val_table, pred_prev, est_prev, solver: str = DEFAULT_SOLVER) -> np.ndarray:
     """O-LEAP (Sect. 4.5): ``argmin ||A x - b||_2`` over the simplex, all ``(n+1)²`` equations."""
     tables, paths = TableSolver(val_table, "oleap", solver).solve(pred_prev, est_prev)
     return _unbatch(tables, paths, np.ndim(est_prev) == 1, False)
@@ -193,7 +206,7 @@ class _LEAPEstimator(CAPEstimator):
 
     _method = None  # "sleap", "leap" or "oleap"
 
-    def __init__(self, classifier, quantifier="kdey", measure="accuracy", solver="osqp", random_state=None):
+    def __init__(self, classifier, quantifier="kdey", measure="accuracy", solver=DEFAULT_SOLVER, random_state=None):
         super().__init__(classifier, measure=measure, random_state=random_state)
         self.quantifier = quantifier
         self.solver = solver
@@ -253,8 +266,8 @@ class LEAP(_LEAPEstimator):
         "cc", "sld", "oracle" (true prevalence passed to predict), or an instance.
     measure : str
         Default measure of ``predict`` (any name of :data:`capshift.tables.MEASURES`).
-    solver : {"osqp", "slsqp"}
-        Solver of the constrained fallback (Sect. 4.5).
+    solver : {"active_set", "osqp", "slsqp"}
+        Solver of the constrained fallback (Sect. 4.5); see :class:`TableSolver`.
     random_state : int or None
         Seed of the quantifier's surrogate classifier.
 

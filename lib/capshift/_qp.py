@@ -1,0 +1,171 @@
+"""Exact active-set solver of ``min ||A x - b||²`` over the probability simplex, for a fixed A.
+
+This is the constrained problem of LEAP's fallback and of O-LEAP (LEAP 2025, Sect. 4.5): the
+unknowns are the n² cells of the test table, ``x >= 0`` and ``sum(x) = 1``. Only ``b`` changes
+from one test sample to the next, so everything that depends on ``A`` is computed once:
+
+- the Gram matrix ``Q = A^T A`` (positive definite: LEAP's square system is invertible, see
+  :mod:`capshift.leap`, and O-LEAP's system contains it), its inverse ``Q^-1`` (Cholesky), the
+  map ``M = Q^-1 A^T`` from a right-hand side to the unconstrained minimiser, and ``v = Q^-1 1``.
+
+For a batch of right-hand sides, ``u = M b`` and the minimiser under ``sum(x) = 1`` alone,
+``u - v (1^T u - 1) / (1^T v)``, are one matrix product; a sample whose minimiser has no negative
+cell is solved (no bound is active, so the KKT conditions hold). The others go through a primal
+active-set method (Nocedal & Wright 2006, Alg. 16.3): keep a feasible point and a working set W
+of cells fixed at 0; solve the equality-constrained problem ``x_W = 0, sum(x) = 1``; step towards
+its solution until a cell hits 0 (which joins W), or, at that solution, release the cell of W with
+the most negative bound multiplier; stop when every multiplier is >= 0. The equality-constrained
+problem is solved in the *range space* (a ``(|W|+1)``-square system built from entries of
+``Q^-1``) when W is small and in the *null space* (the KKT system of ``Q`` restricted to the free
+cells) when W is large, so each iteration costs ``O(min(|W|, |F|)^3 + n^2 min(|W|, |F|))``. The
+start is the equality-only minimiser clipped to the simplex with its negative cells in W, which
+is usually the final working set or close to it. One step of iterative refinement on the final
+KKT system removes the round-off of ``Q^-1``. The solution is exact up to round-off: no tolerance
+on convergence, only on the sign of multipliers (relative ``1e-12``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import cho_factor, cho_solve, solve
+
+__all__ = ["SimplexActiveSet"]
+
+
+class SimplexActiveSet:
+    """``argmin_{x >= 0, sum x = 1} ||A x - b||²`` for one fixed A and many b.
+
+    Parameters
+    ----------
+    A : array-like or sparse, shape (m, N)
+        The system matrix; ``A^T A`` must be positive definite on ``{d : sum(d) = 0}`` (true for
+        the LEAP and O-LEAP systems; include Eq. 8, the all-ones row: it makes ``A^T A`` itself
+        positive definite without changing the minimiser on the simplex).
+    max_iter : int or None
+        Cap on active-set iterations per sample (default ``10 N``); reaching it raises
+        ``RuntimeError`` (never observed: the method is finite, this only guards against cycling).
+    """
+
+    def __init__(self, A, max_iter: int | None = None):
+        A = A.toarray() if sp.issparse(A) else np.asarray(A, dtype=float)
+        self.A = np.ascontiguousarray(A)
+        self.N = A.shape[1]
+        Q = A.T @ A
+        try:
+            cf = cho_factor(Q, lower=False)
+        except np.linalg.LinAlgError:
+            # singular A^T A: the all-ones penalty (constant on the simplex) may restore definiteness
+            Q = Q + 1.0
+            cf = cho_factor(Q, lower=False)
+            self._shift = 1.0
+        else:
+            self._shift = 0.0
+        self.Q = Q
+        Qi = cho_solve(cf, np.eye(self.N))
+        self.Qi = 0.5 * (Qi + Qi.T)
+        self.M = self.Qi @ A.T            # b -> unconstrained minimiser
+        self.v = self.Qi.sum(axis=1)      # Q^-1 1
+        self.s = float(self.v.sum())      # 1^T Q^-1 1
+        self.max_iter = 10 * self.N if max_iter is None else int(max_iter)
+        self.iterations_ = np.zeros(0, dtype=int)
+
+    # --------------------------------------------------------------------------------------
+    def solve(self, B) -> np.ndarray:
+        """Minimisers for right-hand sides ``B`` of shape (m,) or (k, m); returns (N,) or (k, N)."""
+        B = np.asarray(B, dtype=float)
+        single = B.ndim == 1
+        B = np.atleast_2d(B)
+        U = B @ self.M.T + self._shift * self.v       # unconstrained minimisers Q^-1 c, (k, N)
+        C = B @ self.A + self._shift                  # linear terms c = A^T b (+ shift), (k, N)
+        mu = (U.sum(axis=1) - 1.0) / self.s
+        X = U - mu[:, None] * self.v                  # minimisers under sum(x) = 1 alone
+        iters = np.zeros(len(B), dtype=int)
+        for k in np.flatnonzero(X.min(axis=1) < 0.0):
+            X[k], iters[k] = self._active_set(U[k], C[k], X[k])
+        self.iterations_ = iters
+        np.clip(X, 0.0, None, out=X)
+        X /= X.sum(axis=1, keepdims=True)
+        return X[0] if single else X
+
+    # --------------------------------------------------------------------------------------
+    def _eqp(self, W, u, c):
+        """Minimiser with ``x_W = 0`` and ``sum(x) = 1``: (x, multipliers of x_W = 0, nu)."""
+        N = self.N
+        nW = len(W)
+        if nW <= N - nW:  # range space: (|W|+1) system of Q^-1 entries
+            Qi, v = self.Qi, self.v
+            S = np.empty((nW + 1, nW + 1))
+            S[:nW, :nW] = Qi[np.ix_(W, W)]
+            S[:nW, nW] = S[nW, :nW] = v[W]
+            S[nW, nW] = self.s
+            r = np.empty(nW + 1)
+            r[:nW] = u[W]
+            r[nW] = u.sum() - 1.0
+            m = solve(S, r, assume_a="pos", check_finite=False) if nW else r / self.s
+            x = u - Qi[:, W] @ m[:nW] - v * m[nW]
+            x[W] = 0.0
+            return x, m[:nW], m[nW]
+        # null space: KKT system of Q on the free cells F
+        F = np.setdiff1d(np.arange(N), W, assume_unique=True)
+        nF = len(F)
+        K = np.empty((nF + 1, nF + 1))
+        K[:nF, :nF] = self.Q[np.ix_(F, F)]
+        K[:nF, nF] = K[nF, :nF] = 1.0
+        K[nF, nF] = 0.0
+        r = np.r_[c[F], 1.0]
+        z = solve(K, r, assume_a="sym", check_finite=False)
+        x = np.zeros(N)
+        x[F] = z[:nF]
+        nu = z[nF]
+        lam = self.Q[np.ix_(W, F)] @ z[:nF] - c[W] + nu   # bound multipliers (>= 0 at the optimum)
+        return x, -lam, nu
+
+    def _active_set(self, u, c, x_eq):
+        N = self.N
+        inW = x_eq < 0.0
+        x = np.where(inW, 0.0, x_eq)
+        x /= x.sum()
+        scale = 1.0 + np.abs(c).max()
+        tol = 1e-12 * scale
+        for it in range(1, self.max_iter + 1):
+            W = np.flatnonzero(inW)
+            xs, m, nu = self._eqp(W, u, c)
+            neg = xs < 0.0
+            if neg.any():                                   # blocked: step to the first cell that hits 0
+                d = xs - x
+                cand = np.flatnonzero(neg & (d < 0.0))
+                ratios = x[cand] / -d[cand]
+                j = np.argmin(ratios)
+                alpha = min(max(ratios[j], 0.0), 1.0)
+                x = x + alpha * d
+                hit = cand[ratios <= ratios[j] * (1 + 1e-12) + 1e-300]
+                x[hit] = 0.0
+                inW[hit] = True
+                np.clip(x, 0.0, None, out=x)
+                continue
+            x = xs
+            if len(W) == 0 or m.max() <= tol:               # multipliers lambda_W = -m >= 0: optimal
+                return self._refine(W, x, m, nu, c), it
+            inW[W[np.argmax(m)]] = False                    # release the most violated bound
+        raise RuntimeError(f"active-set solver did not converge in {self.max_iter} iterations")
+
+    def _refine(self, W, x, m, nu, c):
+        """One step of iterative refinement on the KKT system of the final working set."""
+        nW = len(W)
+        if nW > self.N - nW:
+            return x  # null-space solve used Q directly: already accurate
+        # Q x + E^T mu = c, E x = e with E = [I_W; 1^T], mu = (m, nu)
+        r1 = c - self.Q @ x - nu
+        r1[W] -= m
+        r2 = np.r_[-x[W], 1.0 - x.sum()]
+        t = self.Qi @ r1
+        S = np.empty((nW + 1, nW + 1))
+        S[:nW, :nW] = self.Qi[np.ix_(W, W)]
+        S[:nW, nW] = S[nW, :nW] = self.v[W]
+        S[nW, nW] = self.s
+        rhs = np.r_[t[W], t.sum()] - r2
+        dm = solve(S, rhs, assume_a="pos", check_finite=False) if nW else rhs / self.s
+        dx = t - self.Qi[:, W] @ dm[:nW] - self.v * dm[nW]
+        x = x + dx
+        x[W] = 0.0
+        return x
