@@ -71,6 +71,8 @@ class SimplexActiveSet:
     """
 
     def __init__(self, A, max_iter: int | None = None, max_pivots: int | None = None):
+        self.As = sp.csr_matrix(A, dtype=float)          # O(n^3) non-zeros: Q x = A^T (A x) is cheap
+        self.AsT = self.As.T.tocsr()
         A = A.toarray() if sp.issparse(A) else np.asarray(A, dtype=float)
         self.A = np.ascontiguousarray(A)
         self.N = A.shape[1]
@@ -108,6 +110,10 @@ class SimplexActiveSet:
         X /= X.sum(axis=1, keepdims=True)
         return X[0] if single else X
 
+    def _Qx(self, x):
+        """``Q x = A^T (A x)`` with the sparse A."""
+        return self.AsT @ (self.As @ x)
+
     # --------------------------------------------------------------------------------------
     def _eqp(self, W, u, c):
         """Minimiser with ``x_W = 0`` and ``sum(x) = 1``: (x, multipliers of x_W = 0, nu)."""
@@ -123,9 +129,12 @@ class SimplexActiveSet:
             r[:nW] = u[W]
             r[nW] = u.sum() - 1.0
             m = _spd_solve(S, r) if nW else r / self.s
-            mW = np.zeros(N)
-            mW[W] = m[:nW]
-            x = u - Qi @ mW - v * m[nW]   # a full mat-vec: cheaper than gathering the columns W
+            if 8 * nW < N:
+                x = u - Qi[:, W] @ m[:nW] - v * m[nW]
+            else:  # a full mat-vec is cheaper than gathering many columns
+                mW = np.zeros(N)
+                mW[W] = m[:nW]
+                x = u - Qi @ mW - v * m[nW]
             x[W] = 0.0
             return x, m[:nW], m[nW]
         # null space: Q_FF x_F = c_F - nu 1, nu fixed by sum(x_F) = 1
@@ -141,7 +150,7 @@ class SimplexActiveSet:
         nu = (ab[:, 0].sum() - 1.0) / ab[:, 1].sum()
         x = np.zeros(N)
         x[F] = ab[:, 0] - nu * ab[:, 1]
-        lam = (self.Q @ x)[W] - c[W] + nu   # bound multipliers (>= 0 at the optimum)
+        lam = self._Qx(x)[W] - c[W] + nu   # bound multipliers (>= 0 at the optimum)
         return x, -lam, nu
 
     def _active_set(self, u, c, x_eq):
@@ -216,7 +225,7 @@ class SimplexActiveSet:
         if nW > self.N - nW:
             return x  # null-space solve used Q directly: already accurate
         # Q x + E^T mu = c, E x = e with E = [I_W; 1^T], mu = (m, nu)
-        r1 = c - self.Q @ x - nu
+        r1 = c - self._Qx(x) - nu
         r1[W] -= m
         r2 = np.r_[-x[W], 1.0 - x.sum()]
         t = self.Qi @ r1
