@@ -20,7 +20,7 @@ W is found by
 1. block principal pivoting (Kim & Park 2011; Judice & Pires 1994), started from the negative
    cells of the equality-only minimiser: swap every cell whose value (free) or bound multiplier
    (fixed) has the wrong sign, with the usual backup rule (swap only the largest index when the
-   number of wrong signs stops decreasing). It typically ends in 2-5 solves for n <= 26;
+   number of wrong signs stops decreasing). It typically ends in 2-7 solves for n <= 26;
 2. if it has not ended after ``max_pivots`` solves, a primal active-set method (Nocedal & Wright
    2006, Alg. 16.3) from its last working set, which is finite: keep a feasible point, step
    towards the equality-constrained solution until a cell hits 0 (it joins W), or release the
