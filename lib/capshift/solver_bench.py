@@ -12,7 +12,7 @@ Ratios are reference time / capshift time, measured in one process. The objectiv
 ``||A x - b||²`` over the solver's full system, after clipping every solution to the simplex;
 "gap" is the largest ``(f_capshift - f_clarabel) / (1 + f_clarabel)`` (negative: capshift lower).
 Build times (factorisations, cvxpy compilation) are reported apart (``setup_s``), not in the
-per-sample times.
+per-sample times; capshift's time is the best of ``reps`` runs of the batch, each reference is timed once.
 """
 from __future__ import annotations
 
