@@ -220,7 +220,8 @@ class SimplexActiveSet:
         return inW, max_iter, None
 
     def _refine(self, W, x, m, nu, c):
-        """One step of iterative refinement on the KKT system of the final working set."""
+        """One step of iterative refinement on the KKT system of the final working set (if its residual
+        is above round-off)."""
         nW = len(W)
         if nW > self.N - nW:
             return x  # null-space solve used Q directly: already accurate
@@ -228,6 +229,8 @@ class SimplexActiveSet:
         r1 = c - self._Qx(x) - nu
         r1[W] -= m
         r2 = np.r_[-x[W], 1.0 - x.sum()]
+        if np.abs(r1).max() <= 1e-13 * (1.0 + np.abs(c).max()) and np.abs(r2).max() <= 1e-14:
+            return x  # already accurate: skip the correction solve
         t = self.Qi @ r1
         S = np.empty((nW + 1, nW + 1))
         S[:nW, :nW] = self.Qi[W].T[W]
