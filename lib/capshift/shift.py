@@ -327,8 +327,18 @@ class _ShiftFamily(AbstractStochasticSeededProtocol):
         if not isinstance(replace, bool):
             raise TypeError(f"replace must be True or False, got {replace!r}")
         self.replace = replace
+        if return_type not in OnLabelledCollectionProtocol.RETURN_TYPES:
+            raise ValueError(f"return_type must be one of {OnLabelledCollectionProtocol.RETURN_TYPES}, "
+                             f"got {return_type!r}")
         self.return_type = return_type
         self.collator = OnLabelledCollectionProtocol.get_collator(return_type)
+
+    def _check_supply(self):
+        """Without replacement, draw every condition of the first repetition once, so that a request the pools
+        cannot supply fails when the protocol is built, not halfway through an experiment."""
+        if not self.replace:
+            for t in range(len(self._train_conditions())):
+                self.trial(t)
 
     # -- to implement -------------------------------------------------------------------------------------
     def _train_conditions(self) -> list[dict]:
@@ -498,6 +508,7 @@ class PriorShift(_ShiftFamily):
                        for part, pool in (("train", self.train_pool_), ("test", self.test_pool_))}
         self._cells["train"] = [np.searchsorted(self.train_pool_, c) for c in self._cells["train"]]
         self._cells["test"] = [np.searchsorted(self.test_pool_, c) for c in self._cells["test"]]
+        self._check_supply()
 
     def _prevalences(self, value, name, train):
         n = self.n_classes_
@@ -631,6 +642,7 @@ class GlobalCovariateShift(_GroupedFamily):
                     raise ValueError(f"train_prevalences: p_L={p} (alpha_L={a}) leaves a class with no item in a "
                                      f"training sample of {self.train_size}; a classifier cannot learn a missing class")
         self._setup(X, y, groups, group_a)
+        self._check_supply()
 
     def _train_conditions(self):
         return [{"p_L": float(p), "alpha_L": float(a)} for p in self.train_prevalences_ for a in self.train_alphas_]
@@ -699,6 +711,7 @@ class LocalCovariateShift(_GroupedFamily):
             raise TypeError(f"change_conditionals must be True or False, got {change_conditionals!r}")
         self.change_conditionals = change_conditionals
         self._setup(X, y, groups, group_a)
+        self._check_supply()
 
     def _test_counts(self, p):
         n = self.test_size
@@ -790,6 +803,7 @@ class ConceptShift(_ShiftFamily):
         self.y_ = np.zeros(len(keep), dtype=np.int64)  # placeholder: labels depend on the cut of each sample
         self.n_classes_, self.classes_ = 2, np.array([0, 1])
         self.train_pool_, self.test_pool_ = _split_pools(self.levels_, train_prop, self.random_state)
+        self._check_supply()
 
     @staticmethod
     def _cuts_grid(values, name, lv):
