@@ -140,7 +140,7 @@ def test_degenerate_inputs(blobs):
         est.predict_table(X_U[:0])
     with pytest.raises(ValueError, match="outside the codeframe"):
         LEAP(h, quantifier="acc").fit(X_V, np.where(y_V == 2, 5, y_V))
-    with pytest.raises(ValueError, match="no items of true class"):
+    with pytest.raises(ValueError, match="no items of class"):
         LEAP(h, quantifier="acc").fit(X_V[y_V != 2], y_V[y_V != 2])
     with pytest.raises(ValueError, match="prevalence"):
         LEAP(h, quantifier="oracle").fit(X_V, y_V).predict(X_U)
