@@ -89,13 +89,13 @@ class CAPEstimator(BaseEstimator):
         Returns self. Raises TypeError/ValueError for an invalid classifier, sample, labels, measure or
         ``random_state``, and for a validation set missing a class of h.
         """
+        for attr in ("val_table_", "n_classes_"):  # refitting: forget the previous fit until this one succeeds
+            self.__dict__.pop(attr, None)
         n = check_classifier(self.classifier, need_proba=self.needs_proba)
         check_seed(self.random_state, "random_state", allow_none=True)
         X_val = check_X(X_val, "X_val")
         y_val = check_labels(y_val, n, "y_val", n_items=X_val.shape[0])
         check_every_class(y_val, n, "y_val")
-        for attr in ("val_table_", "n_classes_"):  # refitting: forget the previous fit until this one succeeds
-            self.__dict__.pop(attr, None)
         self.n_features_in_ = X_val.shape[1]
         self.n_classes_ = n
         self._check_measure(self.measure)

@@ -483,10 +483,26 @@ class CBPE(_PosteriorBaseline):
             raise ValueError(f"calibration must be None or 'sld-bcts', got {self.calibration!r}")
         self.emq_ = None
         if self.calibration == "sld-bcts":
-            emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts",
-                      on_calib_error="backup")
-            emq.aggregation_fit(P_val, y_val)
-            self.emq_ = emq
+            self._calibration_data = (P_val, y_val)
+            self.emq_ = self._fit_calibrator(P_val, y_val)
+
+    def _fit_calibrator(self, P_val, y_val):
+        emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts",
+                  on_calib_error="backup")
+        emq.aggregation_fit(P_val, y_val)
+        return emq
+
+    def __getstate__(self):
+        # the BCTS calibrator holds a lambda (abstention) and does not pickle: refitted (deterministic) on load
+        state = self.__dict__.copy()
+        if state.get("emq_") is not None:
+            state["emq_"] = "refit"
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self.__dict__.get("emq_") == "refit":
+            self.emq_ = self._fit_calibrator(*self._calibration_data)
 
     def calibrate(self, P) -> np.ndarray:
         """PPS-calibrated posteriors, float (m, n) with rows summing to 1, of one test sample's posteriors ``P`` (m, n).

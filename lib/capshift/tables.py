@@ -172,11 +172,16 @@ def balanced_accuracy(C) -> np.ndarray:
     return _safe_ratio((rec * present).sum(axis=-1), present.sum(axis=-1), 0.0)
 
 
+def _f1_auto(C) -> np.ndarray:
+    """The "f1" measure: binary F1 of class 1 for n = 2, macro-F1 otherwise (the LEAP paper's usage)."""
+    return f1(C, 1) if check_table(C, "C").shape[-1] == 2 else macro_f1(C)
+
+
 #: Measures by name; each maps a table batch ``(..., n, n)`` to values ``(...)``.
 #: "f1" is binary F1 of class 1 for n = 2 and macro-F1 otherwise (the LEAP paper's usage).
 MEASURES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "accuracy": accuracy,
-    "f1": lambda C: f1(C, 1) if check_table(C, "C").shape[-1] == 2 else macro_f1(C),
+    "f1": _f1_auto,
     "binary_f1": f1,
     "macro_f1": macro_f1,
     "balanced_accuracy": balanced_accuracy,
