@@ -196,8 +196,7 @@ class _QuAcc(CAPEstimator):
                 return EMQ(lr, val_split=None)
             # QuaPy's EMQ.EMQ_BCTS recipe (Alexandari et al. 2020); a failing calibrator is skipped
             return EMQ(lr, val_split=5, exact_train_prev=False, calib=self.recalib, on_calib_error="backup")
-        if not (isinstance(self.bandwidth, (int, float)) and self.bandwidth > 0):
-            raise ValueError(f"bandwidth must be a positive float (KDEy kernel bandwidth), got {self.bandwidth!r}")
+        check_fraction(self.bandwidth, "bandwidth", 0.0, np.inf)  # KDEy kernel bandwidth > 0
         return KDEyML(lr, val_split=5, bandwidth=float(self.bandwidth), random_state=self.random_state)
 
     def _fit_one(self, Xh, labels):
