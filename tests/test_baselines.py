@@ -7,7 +7,7 @@ from sklearn.svm import SVC
 from capshift import baselines, registry
 from capshift.baselines import (ATC, CBPE, COT, DS, NN, RCA, DoC, Naive, RCAStar, atc_threshold, cbpe_table,
                                 cot_accuracy, dispersion_score, max_confidence, nuclear_norm_score)
-from capshift.tables import accuracy, contingency_table, macro_f1
+from capshift.tables import accuracy, contingency_table, get_measure, macro_f1
 
 
 def test_naive_predicts_validation_table():
@@ -167,8 +167,12 @@ def test_regression_baselines_use_given_posteriors_and_any_measure(problem):
         est = cls(h, n_val_samples=30, random_state=0).fit(X_V, y_V)
         assert est.val_tables_ == {}  # validation samples are drawn at the size of the test samples
         f1 = est.predict_batch([X_U[:100]], "macro_f1")
-        assert f1.shape == (1,) and 0 <= f1[0] <= 1
+        true_f1 = macro_f1(contingency_table(y_U[:100], h.predict(X_U[:100]), 3))
+        assert f1.shape == (1,) and abs(f1[0] - true_f1) < 0.25  # (F1 of UPP samples of V is lower than IID's)
         assert est.val_tables_[100].shape == (30, 3, 3) and est.val_scores_[100].shape == (30,)
+        # one regressor per (sample size, measure): macro-F1 has its own, not the accuracy one rescaled
+        assert (100, get_measure("macro_f1")) in est.regressors_
+        assert est.predict_batch([X_U[:100]], "accuracy")[0] != f1[0]
         # the caller's posteriors are used instead of h's: a different matrix changes the estimate
         P_fake = np.tile([0.98, 0.01, 0.01], (100, 1))
         assert est.predict_batch([X_U[:100]], posteriors=[P_fake])[0] != est.predict_batch([X_U[:100]])[0]
@@ -202,7 +206,10 @@ def test_rca_table_and_rca_star(problem):
     one = rca.predict_measures([X_U[:50]], ["accuracy"], posteriors=[P_one])
     assert one["accuracy"][0] == pytest.approx(np.mean(y_V == 1))
     est = RCAStar(h, n_val_samples=20, random_state=0).fit(X_V, y_V)
-    assert est.supports("f1") and 0 <= est.predict(X_U[:100], "f1") <= 1
+    assert est.supports("f1")
+    true = np.mean(h.predict(X_U[:100]) == y_U[:100])
+    assert abs(est.predict(X_U[:100]) - true) < 0.15
+    assert est.predict(X_U[:100], "f1") != est.predict(X_U[:100])  # a regressor per measure
 
 
 def test_bad_input(problem):

@@ -269,4 +269,8 @@ def test_methods_registered_and_protocol():
                                        sample_size=50, measures=("accuracy",))
     assert len(df) == 3 * 21 * 2 and sorted(df.train_index.unique()) == [0, 1, 2]
     assert df.groupby("train_index").train_prev.first().tolist() == [(0.9, 0.1), (0.5, 0.5), (0.1, 0.9)]
-    assert np.isfinite(df.ae).all() and (df.ae >= 0).all()
+    # training prevalences 0.9/0.1 and 0.1/0.9 put V far from most APP test samples: Naive (IID assumption) is
+    # badly off there, QuAcc (PPS-robust cell quantification) much less so
+    mae = df.groupby(["train_index", "method"]).ae.mean()
+    for t in (0, 2):
+        assert mae[(t, "QuAccnxn_SLD")] < 0.5 * mae[(t, "Naive")]
