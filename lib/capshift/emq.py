@@ -80,11 +80,16 @@ def _pair(p, p_hat) -> tuple[np.ndarray, np.ndarray]:
                          "broadcast; pass arrays of the same shape, or one distribution against a batch") from e
 
 
+#: Smallest smoothing constant: the smallest normal float64 (below it, 1/eps and the measures overflow).
+_EPS_MIN = float(np.finfo(np.float64).tiny)
+
+
 def resolve_eps(sample_size=None, eps=None) -> float:
     """The smoothing constant: ``eps`` if given, else ``1 / (2 * sample_size)`` (the paper's Sect. 4.3 rule).
 
-    Raises ValueError if neither or both are given, or if ``eps`` is not a finite number > 0 or
-    ``sample_size`` not an integer >= 1; TypeError for non-numeric values.
+    Raises ValueError if neither or both are given, or if ``eps`` is not a finite number >= the smallest
+    normal float (about 2.2e-308; smaller values make the smoothed measures inf or NaN) or ``sample_size``
+    not an integer in 1..1/(2 * that); TypeError for non-numeric values.
     """
     if (sample_size is None) == (eps is None):
         raise ValueError("smoothed EMQs (RAE, NRAE, DR, KLD, NKLD, PD) need exactly one of sample_size "
@@ -93,10 +98,12 @@ def resolve_eps(sample_size=None, eps=None) -> float:
     if eps is not None:
         if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)):
             raise TypeError(f"eps must be a float, got {type(eps).__name__}")
-        if not (math.isfinite(eps) and eps > 0):
-            raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+        if not (math.isfinite(eps) and eps >= _EPS_MIN):
+            raise ValueError(f"eps must be a finite number >= {_EPS_MIN:.3g} (smaller values overflow the smoothed "
+                             f"measures to inf/NaN), got {eps!r}")
         return float(eps)
-    return 1.0 / (2.0 * check_int(sample_size, "sample_size"))
+    sample_size = check_int(sample_size, "sample_size", max_value=int(0.5 / _EPS_MIN))
+    return 1.0 / (2.0 * sample_size)
 
 
 def smooth(p, eps: float) -> np.ndarray:
