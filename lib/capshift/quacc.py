@@ -5,8 +5,9 @@ Holds the three QuAcc variants of the paper (Intelligenza Artificiale 2025, Sect
 class, over the n true classes) and :class:`QuAcc1xNp1` (n "correct" cells plus one merged "error" cell);
 the extra covariates of Sect. "Adding Covariates" (:func:`max_confidence`, :func:`negative_entropy`,
 :func:`max_inverse_softmax`, :func:`augment_features`); the relabelling :func:`cell_labels`; the model
-selection of Sect. "Configuring QuAcc" (:class:`QuAccGridSearch`); and :data:`METHODS` (names for the
-experiment runner).
+selection of Sect. "Configuring QuAcc" (:class:`QuAccGridSearch`, and :class:`QuAccSelected`, the
+model-selected QuAcc of the paper's tables). The runner names (``QuAcc<variant>_<quantifier>``,
+``QuAcc(<quantifier>)``) are registered in :mod:`capshift.registry`.
 
 Relabelling (the paper's codeframe 𝒞 = 𝒴 × 𝒴): an item of true class i that the classifier h predicts as j
 gets the cell label ``i * n + j`` (row-major, so the estimated cell prevalences reshape directly into the
