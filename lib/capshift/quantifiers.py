@@ -27,8 +27,8 @@ from quapy.method.aggregative import ACC, CC, EMQ, AggregativeQuantifier, KDEyML
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
-from ._validation import ATOL, check_X, check_classifier, check_distribution, check_fitted, check_fraction, \
-    check_labels, check_seed, check_every_class
+from ._validation import (ATOL, check_classifier, check_distribution, check_every_class, check_fitted, check_fraction,
+                          check_int, check_labels, check_seed, check_X)
 
 __all__ = ["QUANTIFIERS", "Quantifier", "make_quantifier", "check_prevalence", "resolve_quantifier"]
 
@@ -124,24 +124,21 @@ class Quantifier:
         Raises ValueError/TypeError for invalid input (:mod:`capshift._validation`), an unknown method or a
         class absent from V.
         """
-        from ._validation import check_int
-
         n_classes = check_int(n_classes, "n_classes", min_value=2)
         X_val = check_X(X_val, "X_val")
         y_val = check_labels(y_val, n_classes, "y_val", n_items=X_val.shape[0])
         check_every_class(y_val, n_classes, "y_val")
+        self.__dict__.pop("n_classes_", None)  # refitting: unfitted until this fit succeeds
         q_ = self._build()
-        self.n_features_in_ = X_val.shape[1]
-        self.n_classes_ = n_classes
-        self.q_ = q_
-        if self.q_ is not None:
+        if q_ is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                self.q_.fit(X_val, y_val)
-            classes = np.asarray(self.q_.classes_)
-            if classes.shape != (self.n_classes_,) or np.any(classes != np.arange(self.n_classes_)):
-                raise ValueError(f"the quantifier's classes {classes.tolist()} are not 0..{self.n_classes_ - 1}: "
+                q_.fit(X_val, y_val)
+            classes = np.asarray(q_.classes_)
+            if classes.shape != (n_classes,) or np.any(classes != np.arange(n_classes)):
+                raise ValueError(f"the quantifier's classes {classes.tolist()} are not 0..{n_classes - 1}: "
                                  "every class must occur in V and labels must be encoded 0..n-1")
+        self.q_, self.n_features_in_, self.n_classes_ = q_, X_val.shape[1], n_classes
         return self
 
     def classify(self, X):
