@@ -8,7 +8,7 @@ one-point grid for the model-selected QuAcc) on a small synthetic binary problem
 - give the same numbers through ``predict``, ``predict_batch``, ``predict_measures`` and (table methods)
   ``predict_table`` / ``predict_table_batch``;
 - give the same numbers for the same ``random_state``;
-- give for a pandas DataFrame (any index) what it gives for the array;
+- give for a pandas DataFrame (any index) and for a CSR matrix what it gives for the array;
 - refuse NaN, a wrong number of features and an empty sample with a clear ValueError;
 - return a value in [0, 1] for a sample in which a class does not occur;
 - pickle and unpickle to the same predictions;
@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
@@ -159,6 +160,15 @@ def test_dataframe_gives_what_the_array_gives(name):
     dS = [pd.DataFrame(X, index=np.arange(len(X)) + 7, columns=["a", "b", "c"]) for X in S]
     np.testing.assert_allclose(est.predict_batch(dS, prevalences=P), fitted(name).predict_batch(S, prevalences=P),
                                atol=1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sparse_gives_what_the_dense_gives(name):
+    _, X_V, y_V, _, _ = problem(2)
+    S, P = samples()
+    est = fit(make(name), sp.csr_matrix(X_V), y_V)
+    np.testing.assert_allclose(est.predict_batch([sp.csr_matrix(X) for X in S], prevalences=P),
+                               fitted(name).predict_batch(S, prevalences=P), atol=1e-9)
 
 
 @pytest.mark.parametrize("name", NAMES)
