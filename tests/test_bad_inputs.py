@@ -11,7 +11,9 @@ wrong or undocumented value)::
 Against the library before issue 10 (commit 95a99d9; run with ``PYTHONPATH=<that checkout>/lib``), the 390
 cases that apply to it (the 5 ``registry`` cases do not: the module is new) gave 241 clear errors, 46 documented
 results, 37 crashes in a dependency, 5 unclear errors of capshift's own and 61 wrong numbers; after it, all 395
-cases are clear errors (335) or documented results (60).
+cases are clear errors (335) or documented results (60). The 33 cases of the dataset-shift protocols (``shift``,
+``datasets.load_shift``, the shift runners) came with that module: 428 cases, 368 clear errors and 60
+documented results.
 """
 from __future__ import annotations
 
@@ -431,6 +433,61 @@ add("datasets.load(seed='a')", lambda: datasets.load("cmc.1", seed="a"), Err("se
 add("datasets.load(source='nope')", lambda: datasets.load("cmc.1", source="nope"), Err("source"))
 add("datasets.names(task='nope')", lambda: datasets.names(task="nope"), Err("task"))
 add("datasets.load(3)", lambda: datasets.load(3), Err("name"))
+
+# ------------------------------------------------------------------------------------------ shift (dataset-shift protocols)
+def _shift():
+    from capshift import shift
+    return shift
+
+
+_SX = np.random.default_rng(0).normal(size=(400, 2))
+_SY = np.tile([0, 1], 200)
+_SG = np.repeat([0, 1], 200)
+_SL = np.tile([1, 2, 3, 4], 100)
+_S = dict(train_size=50, test_size=20, n_samples=1, repeats=1)
+add("shift.binarise(strings)", lambda: _shift().binarise(["a", "b", "c"], 1.5), Err("ordinal"))
+add("shift.binarise(cut at max)", lambda: _shift().binarise([1, 2, 3], 3), Err("cut_point"))
+add("shift.binarise(NaN cut)", lambda: _shift().binarise([1, 2, 3], float("nan")), Err("cut_point"))
+add("shift.binarise(continuous labels)", lambda: _shift().binarise([0.5, 1.2, 3.0], 1.0), Err("integer"))
+add("PriorShift(p_L=0)", lambda: _shift().PriorShift(_SX, _SY, train_prevalences=[0.0], **_S), Err("train_prevalences"))
+add("PriorShift(p_U=1.5)", lambda: _shift().PriorShift(_SX, _SY, test_prevalences=[1.5], **_S), Err("test_prevalences"))
+add("PriorShift(NaN in X)", lambda: _shift().PriorShift(np.where(_SX > 2, np.nan, _SX), _SY, **_S), Err("X"))
+add("PriorShift(y wrong length)", lambda: _shift().PriorShift(_SX, _SY[:-1], **_S), Err("y"))
+add("PriorShift(one class)", lambda: _shift().PriorShift(_SX, np.zeros(400, int), **_S), Err("class"))
+add("PriorShift(multiclass without grids)", lambda: _shift().PriorShift(_SX, _SL - 1, **_S), Err("train_prevalences"))
+add("PriorShift(test_size too large, replace=False)",
+    lambda: _shift().PriorShift(_SX, _SY, test_size=1000, replace=False, train_size=50, n_samples=1, repeats=1),
+    Err("test_prevalences"))
+add("PriorShift(random_state=2**32)", lambda: _shift().PriorShift(_SX, _SY, random_state=2**32, **_S), Err("random_state"))
+add("PriorShift(train_prop=1)", lambda: _shift().PriorShift(_SX, _SY, train_prop=1.0, **_S), Err("train_prop"))
+add("PriorShift(return_type='nope')", lambda: _shift().PriorShift(_SX, _SY, return_type="nope", **_S), Err("return_type"))
+add("PriorShift.trial(out of range)", lambda: _shift().PriorShift(_SX, _SY, **_S).trial(10_000), Err("number"))
+add("GlobalCovariateShift(one group)", lambda: _shift().GlobalCovariateShift(_SX, _SY, np.ones(400), **_S), Err("groups"))
+add("GlobalCovariateShift(alpha > 1)", lambda: _shift().GlobalCovariateShift(_SX, _SY, _SG, test_alphas=[1.1], **_S),
+    Err("test_alphas"))
+add("GlobalCovariateShift(kind='both')", lambda: _shift().GlobalCovariateShift(_SX, _SY, _SG, kind="both", **_S), Err("kind"))
+add("GlobalCovariateShift(ordinal y)", lambda: _shift().GlobalCovariateShift(_SX, _SL, _SG, **_S), Err("binary"))
+add("LocalCovariateShift(p_U < 0.25)", lambda: _shift().LocalCovariateShift(_SX, _SY, _SG, test_prevalences=[0.1], **_S),
+    Err("0.25"))
+add("LocalCovariateShift(group_a not a value)", lambda: _shift().LocalCovariateShift(_SX, _SY, _SG, group_a=5, **_S),
+    Err("group_a"))
+add("ConceptShift(two levels)", lambda: _shift().ConceptShift(_SX, _SY + 1, **_S), Err("3 ordinal levels"))
+add("ConceptShift(cut outside levels)", lambda: _shift().ConceptShift(_SX, _SL, train_cuts=[4.5], **_S), Err("train_cuts"))
+add("ConceptShift(nominal labels)", lambda: _shift().ConceptShift(_SX, np.array(list("abcd") * 100), **_S), Err("ordinal"))
+add("dirichlet_prevalences(min_prevalence too large)", lambda: _shift().dirichlet_prevalences(3, 2, min_prevalence=0.5),
+    Err("min_prevalence"))
+add("gaussian_shift_data(n_levels=2)", lambda: _shift().gaussian_shift_data(10, n_levels=2), Err("n_levels"))
+add("datasets.load_shift('nope')", lambda: datasets.load_shift("nope"), Err("shift dataset"))
+add("datasets.load_shift(group='colour')", lambda: datasets.load_shift("marketing", group="colour"), Err("group"))
+add("experiment.run_shift_quantifiers(unknown quantifier)",
+    lambda: experiment.run_shift_quantifiers(_shift().PriorShift(_SX, _SY, **_S), quantifiers=("XYZ",)), Err("quantifier"))
+add("experiment.run_shift_cap(unknown method)",
+    lambda: experiment.run_shift_cap(_shift().PriorShift(_SX, _SY, **_S), methods=("XYZ",)), Err("method"))
+add("experiment.run_shift_cap(val_prop=1.5)",
+    lambda: experiment.run_shift_cap(_shift().PriorShift(_SX, _SY, **_S), val_prop=1.5), Err("val_prop"))
+add("experiment.wilcoxon_marks(missing columns)", lambda: experiment.wilcoxon_marks(pd.DataFrame({"ae": [0.1]})),
+    Err("columns"))
+add("plots.shift_boxplots(missing columns)", lambda: plots.shift_boxplots(pd.DataFrame({"ae": [0.1]})), Err("columns"))
 
 # ------------------------------------------------------------------------------------------ emq
 PQ = np.array([0.5, 0.5])
