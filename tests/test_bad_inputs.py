@@ -13,7 +13,7 @@ cases that apply to it (the 5 ``registry`` cases do not: the module is new) gave
 results, 37 crashes in a dependency, 5 unclear errors of capshift's own and 61 wrong numbers; after it, all 395
 cases are clear errors (335) or documented results (60). The 33 cases of the dataset-shift protocols (``shift``,
 ``datasets.load_shift``, the shift runners) came with that module: 428 cases, 368 clear errors and 60
-documented results.
+documented results; 6 cases of ``uncertainty`` followed.
 """
 from __future__ import annotations
 
@@ -488,6 +488,25 @@ add("experiment.run_shift_cap(val_prop=1.5)",
 add("experiment.wilcoxon_marks(missing columns)", lambda: experiment.wilcoxon_marks(pd.DataFrame({"ae": [0.1]})),
     Err("columns"))
 add("plots.shift_boxplots(missing columns)", lambda: plots.shift_boxplots(pd.DataFrame({"ae": [0.1]})), Err("columns"))
+
+# ------------------------------------------------------------------------------------------ uncertainty
+def _unc():
+    from capshift import uncertainty
+    return uncertainty
+
+
+add("uncertainty.conformal_quantile(alpha=0)", lambda: _unc().conformal_quantile([0.1, 0.2], 0.0), Err("alpha"))
+add("uncertainty.conformal_quantile(NaN residual)", lambda: _unc().conformal_quantile([0.1, np.nan], 0.1),
+    Err("residuals"))
+add("uncertainty.interval_scores(lower > upper)", lambda: _unc().interval_scores([0.6], [0.5], [0.5]), Err("lower"))
+add("uncertainty.ConformalInterval(not an estimator)",
+    lambda: _unc().ConformalInterval("O-LEAP_KDEy").fit(_SX, _SY), Err("CAPEstimator"))
+add("uncertainty.ConformalInterval(scheme='nope')",
+    lambda: _unc().ConformalInterval(experiment.make_method("Naive", LogisticRegression().fit(_SX, _SY)),
+                                     scheme="nope").fit(_SX, _SY), Err("scheme"))
+add("uncertainty.ConformalInterval(n_cal=1)",
+    lambda: _unc().ConformalInterval(experiment.make_method("Naive", LogisticRegression().fit(_SX, _SY)),
+                                     n_cal=1).fit(_SX, _SY), Err("n_cal"))
 
 # ------------------------------------------------------------------------------------------ emq
 PQ = np.array([0.5, 0.5])
