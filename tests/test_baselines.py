@@ -4,10 +4,10 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import SVC
 
-from capshift import baselines
+from capshift import baselines, registry
 from capshift.baselines import (ATC, CBPE, COT, DS, NN, RCA, DoC, Naive, RCAStar, atc_threshold, cbpe_table,
                                 cot_accuracy, dispersion_score, max_confidence, nuclear_norm_score)
-from capshift.tables import accuracy, contingency_table, macro_f1
+from capshift.tables import accuracy, contingency_table, get_measure, macro_f1
 
 
 def test_naive_predicts_validation_table():
@@ -41,7 +41,7 @@ def problem():
     return h, X_V, y_V, X_U, y_U
 
 
-@pytest.mark.parametrize("name", sorted(baselines.METHODS))
+@pytest.mark.parametrize("name", [n for n in registry.names("baseline") if n != "Naive"])
 def test_iid_accuracy_estimates_are_close(problem, name):
     # 40 IID test samples of 100 items (the validation-sample size of the regression baselines). The
     # accuracy of one sample has standard error se1 = sqrt(a(1-a)/100) (about 0.046); a method that
@@ -49,7 +49,7 @@ def test_iid_accuracy_estimates_are_close(problem, name):
     # mean estimate over the 40 samples must be within 3 standard errors of the pooled accuracy
     # (sqrt(a(1-a)/4000), about 0.007) plus 0.01 for the method's own fitting error on V.
     h, X_V, y_V, X_U, y_U = problem
-    est = baselines.METHODS[name](h, 0).fit(X_V, y_V)
+    est = registry.make_method(name, h, 0).fit(X_V, y_V)
     samples = [np.arange(k * 100, (k + 1) * 100) for k in range(40)]
     true = np.array([np.mean(h.predict(X_U[s]) == y_U[s]) for s in samples])
     pred = est.predict_batch([X_U[s] for s in samples], "accuracy",
@@ -68,7 +68,7 @@ def test_iid_f1_estimates_of_table_methods_are_close(problem, name):
     # F1 plus 0.01. (The regression baselines are not held to this: their regressor is trained on UPP
     # samples of V, whose F1 is lower than that of IID samples of the same confidence.)
     h, X_V, y_V, X_U, y_U = problem
-    est = baselines.METHODS[name](h, 0).fit(X_V, y_V)
+    est = registry.make_method(name, h, 0).fit(X_V, y_V)
     samples = [np.arange(k * 100, (k + 1) * 100) for k in range(40)]
     true = np.array([macro_f1(contingency_table(y_U[s], h.predict(X_U[s]), 3)) for s in samples])
     pred = est.predict_batch([X_U[s] for s in samples], "f1", posteriors=[h.predict_proba(X_U[s]) for s in samples])
@@ -165,14 +165,34 @@ def test_regression_baselines_use_given_posteriors_and_any_measure(problem):
     h, X_V, y_V, X_U, y_U = problem
     for cls in (DoC, DS, NN):
         est = cls(h, n_val_samples=30, random_state=0).fit(X_V, y_V)
-        assert est.val_tables_.shape == (30, 3, 3) and est.val_scores_.shape == (30,)
+        assert est.val_tables_ == {}  # validation samples are drawn at the size of the test samples
         f1 = est.predict_batch([X_U[:100]], "macro_f1")
-        assert f1.shape == (1,) and 0 <= f1[0] <= 1
+        true_f1 = macro_f1(contingency_table(y_U[:100], h.predict(X_U[:100]), 3))
+        assert f1.shape == (1,) and abs(f1[0] - true_f1) < 0.25  # (F1 of UPP samples of V is lower than IID's)
+        assert est.val_tables_[100].shape == (30, 3, 3) and est.val_scores_[100].shape == (30,)
+        # one regressor per (sample size, measure): macro-F1 has its own, not the accuracy one rescaled
+        assert (100, get_measure("macro_f1")) in est.regressors_
+        assert est.predict_batch([X_U[:100]], "accuracy")[0] != f1[0]
         # the caller's posteriors are used instead of h's: a different matrix changes the estimate
         P_fake = np.tile([0.98, 0.01, 0.01], (100, 1))
         assert est.predict_batch([X_U[:100]], posteriors=[P_fake])[0] != est.predict_batch([X_U[:100]])[0]
     a = DoC(h, random_state=0).fit(X_V, y_V).predict(X_U[:100])
     assert a == DoC(h, random_state=0).fit(X_V, y_V).predict(X_U[:100])  # deterministic given the seed
+
+
+def test_regression_baselines_fit_one_regressor_per_sample_size(problem):
+    h, X_V, y_V, X_U, y_U = problem
+    est = DS(h, n_val_samples=30, random_state=0).fit(X_V, y_V)
+    both = est.predict_batch([X_U[:100], X_U[100:350]])
+    assert sorted(est.val_scores_) == [100, 250]
+    # each sample is scored against validation samples of its own size: the same as predicting it alone
+    assert both[0] == pytest.approx(est.predict(X_U[:100])) and both[1] == pytest.approx(est.predict(X_U[100:350]))
+    # the dispersion score grows with the sample size, so the two regressions differ
+    assert not np.allclose(est.val_scores_[100].mean(), est.val_scores_[250].mean())
+    fixed = DS(h, n_val_samples=30, val_sample_size=100, random_state=0).fit(X_V, y_V)
+    assert fixed.predict(X_U[:100]) == pytest.approx(both[0])  # same seed, same size: same validation samples
+    with pytest.raises(ValueError, match="val_sample_size=100"):
+        fixed.predict(X_U[:250])
 
 
 def test_rca_table_and_rca_star(problem):
@@ -186,7 +206,10 @@ def test_rca_table_and_rca_star(problem):
     one = rca.predict_measures([X_U[:50]], ["accuracy"], posteriors=[P_one])
     assert one["accuracy"][0] == pytest.approx(np.mean(y_V == 1))
     est = RCAStar(h, n_val_samples=20, random_state=0).fit(X_V, y_V)
-    assert est.supports("f1") and 0 <= est.predict(X_U[:100], "f1") <= 1
+    assert est.supports("f1")
+    true = np.mean(h.predict(X_U[:100]) == y_U[:100])
+    assert abs(est.predict(X_U[:100]) - true) < 0.15
+    assert est.predict(X_U[:100], "f1") != est.predict(X_U[:100])  # a regressor per measure
 
 
 def test_bad_input(problem):
@@ -214,6 +237,6 @@ def test_bad_input(problem):
 
 
 def test_methods_registry_names():
-    assert {"ATC", "ATC-NE", "DoC", "DS", "NN", "SLD-CBPE", "Q-COT", "COT", "RCA", "RCA*"} <= set(baselines.METHODS)
+    assert {"ATC", "ATC-NE", "DoC", "DS", "NN", "SLD-CBPE", "Q-COT", "COT", "RCA", "RCA*"} <= set(registry.names("baseline"))
     h = LogisticRegression().fit(np.eye(2), [0, 1])
     assert not ATC(h).supports("f1") and CBPE(h).supports("f1") and max_confidence(np.eye(2)).tolist() == [1, 1]

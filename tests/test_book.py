@@ -150,6 +150,31 @@ def test_unknown_parameter_fails_before_execution(tmp_path, capsys):
     assert book.main(["check", "--only", "intro", "-p", "n", "5", "--toc", str(toc)]) == 0
 
 
+@pytest.mark.parametrize("value,annotation,ok", [
+    (3, "int", True), (True, "int", False), ("abc", "int", False), (2.5, "int", False), (2, "float", True),
+    ("x", "float", False), ("lr", "str", True), (1, "str", False), (["a", "b"], "list[str]", True),
+    ([1], "list[str]", False), ("a", "list", False), (None, "int | None", True), (None, "Optional[int]", True),
+    (None, "int", False), (False, "bool", True), ({"a": 1}, "dict", True), (object(), "MyType", True)])
+def test_parameter_values_are_checked_against_annotations(value, annotation, ok):
+    assert book.type_ok(value, annotation) is ok
+
+
+def test_check_reports_bad_types_and_yaml_without_traceback(tmp_path, capsys):
+    toc = scratch_book(tmp_path, {"intro": notebook_page("A", "n: int = 1  # n\nname: str = 'a'  # name")})
+    assert book.main(["check", "--only", "intro", "-p", "n", "abc", "--toc", str(toc)]) == 2
+    err = capsys.readouterr().err
+    assert "parameter n is declared int" in err and "'abc'" in err
+    assert book.main(["check", "--only", "intro", "-p", "n", "[1,", "--toc", str(toc)]) == 2
+    err = capsys.readouterr().err
+    assert "-p n" in err and "not valid YAML" in err and "Traceback" not in err
+    bad = tmp_path / "bad.yml"
+    bad.write_text("intro: [n: 1\n")
+    assert book.main(["check", "--profile", str(bad), "--toc", str(toc)]) == 2
+    assert "not valid YAML" in capsys.readouterr().err
+    assert book.main(["check", "--toc", str(tmp_path / "missing.yml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
 def test_unparsable_parameter_line_is_an_error(tmp_path, capsys):
     # papermill silently skips a line whose comment holds '=': it could never be overridden
     toc = scratch_book(tmp_path, {"intro": notebook_page("A", "n: int = 1  # n = items\nseed: int = 0  # seed")})

@@ -24,12 +24,19 @@ def test_tidy_output(small):
     _, df = small
     assert len(df) == 5 * 25 * 2
     assert set(df["measure"]) == {"accuracy", "f1"}
-    np.testing.assert_allclose(df["ae"], (df["true"] - df["predicted"]).abs())
+    # the true values are h's accuracy on the UPP samples of U, recomputed here from the split and the protocol
+    from capshift import datasets, protocols
+
+    split = datasets.load("haberman", seed=3)
+    h = make_classifier("lr", 3).fit(split.X_L, split.y_L)
+    idx = protocols.upp_indices(split.y_U, 60, 25, 3, n_classes=2)
+    naive = df[(df.method == "Naive") & (df.measure == "accuracy")].sort_values("sample")
+    np.testing.assert_allclose(naive["true"], [np.mean(h.predict(split.X_U[i]) == split.y_U[i]) for i in idx])
+    np.testing.assert_allclose(naive["predicted"], np.mean(h.predict(split.X_V) == split.y_V))  # V's accuracy
+    np.testing.assert_allclose(naive["ae"], np.abs(naive["true"] - np.mean(h.predict(split.X_V) == split.y_V)))
     # every method sees the same samples: same true values per (sample, measure)
     piv = df.pivot_table(index=["sample", "measure"], columns="method", values="true")
     assert (piv.nunique(axis=1) == 1).all()
-    # Naive predicts V's measure: constant across samples
-    assert df[(df.method == "Naive") & (df.measure == "accuracy")]["predicted"].nunique() == 1
     s = summarise(df[df.measure == "accuracy"])
     assert "Average" in s.index and ("mean", "O-LEAP_KDEy") in s.columns
 
@@ -62,22 +69,19 @@ def test_extra_methods_go_through_predict_measures(monkeypatch):
     from capshift import experiment
     from capshift.baselines import Naive
 
-    class AccuracyOnlyNaive(Naive):  # a measure-only method evaluated without the shared path
-        supported_measures = ("accuracy",)
-        tables_from_prevalences = None
+    from capshift import registry
 
     calls = {}
 
-    def factory(h, seed):
-        est = AccuracyOnlyNaive(h)
-        orig = est.predict_batch
-        def spy(samples, measure=None, prevalences=None, posteriors=None):
-            calls["posteriors"] = posteriors
-            return orig(samples, measure, prevalences, posteriors)
-        est.predict_batch = spy
-        return est
+    class AccuracyOnlyNaive(Naive):  # a measure-only method evaluated without the shared path
+        supported_measures = ("accuracy",)
+        shared_prevalence_path = False
 
-    monkeypatch.setitem(experiment.EXTRA_METHODS, "AccNaive", factory)
+        def predict_measures(self, samples, measures, prevalences=None, posteriors=None):
+            calls["posteriors"] = posteriors
+            return super().predict_measures(samples, measures, prevalences, posteriors)
+
+    monkeypatch.setitem(registry.METHODS, "AccNaive", registry.MethodSpec("AccNaive", AccuracyOnlyNaive, "baseline"))
     df = run_experiment("iris.2", methods=("Naive", "AccNaive"), n_samples=4, sample_size=20,
                         measures=("accuracy", "f1"), progress=False)
     assert set(df[df.method == "AccNaive"]["measure"]) == {"accuracy"}  # no f1 rows
@@ -98,12 +102,11 @@ def test_summarise_average_std_is_pooled():
 
 @pytest.mark.parametrize("name", ["CBPE", "RCA", "QuAccnxn_SLD", "ATC"])
 def test_predict_measures_equals_one_measure_at_a_time(name):
-    from capshift import datasets
-    from capshift.experiment import EXTRA_METHODS
+    from capshift import datasets, registry
 
     split = datasets.load("cmc.1", seed=0)
     h = make_classifier("lr", 0).fit(split.X_L, split.y_L)
-    est = EXTRA_METHODS[name](h, 0).fit(split.X_V, split.y_V)
+    est = registry.make_method(name, h, 0).fit(split.X_V, split.y_V)
     samples = [split.X_U[:100], split.X_U[100:250]]
     both = est.predict_measures(samples, ["accuracy", "f1"])
     assert set(both) == {m for m in ("accuracy", "f1") if est.supports(m)}
@@ -114,19 +117,15 @@ def test_predict_measures_equals_one_measure_at_a_time(name):
 def test_validation_samples_match_the_test_sample_size(monkeypatch):
     from capshift import experiment
 
-    seen = {}
-    orig = experiment.EXTRA_METHODS["DS"]
+    made = []
+    orig = experiment.make_method
 
-    def spy(h, seed):
-        est = orig(h, seed)
-        fit = est.fit
+    def spy(*args, **kwargs):
+        made.append(orig(*args, **kwargs))
+        return made[-1]
 
-        def fit_and_record(X, y):
-            seen["val_sample_size"] = est.val_sample_size
-            return fit(X, y)
-        est.fit = fit_and_record
-        return est
-
-    monkeypatch.setitem(experiment.EXTRA_METHODS, "DS", spy)
+    monkeypatch.setattr(experiment, "make_method", spy)
     run_experiment("cmc.1", methods=("DS",), n_samples=3, sample_size=40, progress=False)
-    assert seen["val_sample_size"] == 40  # DS's score grows with the sample size: sizes must match
+    # DS's score grows with the sample size: its validation samples take the test samples' size
+    assert list(made[0].val_scores_) == [40]
+    assert {size for size, _ in made[0].regressors_} == {40}

@@ -9,7 +9,7 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
 from capshift import experiment
-from capshift.quacc import (METHODS, QuAcc1xN2, QuAcc1xNp1, QuAccGridSearch, QuAccNxN, augment_features,
+from capshift.quacc import (QuAcc1xN2, QuAcc1xNp1, QuAccGridSearch, QuAccNxN, augment_features,
                             cell_labels, max_confidence, max_inverse_softmax, negative_entropy, paper_grid)
 from capshift.tables import accuracy, contingency_table, f1, macro_f1, predicted_prevalence
 
@@ -214,7 +214,7 @@ def test_bad_input_is_reported():
         QuAcc1xN2(LinearSVC().fit(X_V, y_V)).fit(X_V, y_V)
     with pytest.raises(ValueError, match="posteriors has"):
         augment_features(X_V, h.predict_proba(X_V[:5]))
-    with pytest.raises(ValueError, match="rows must sum to 1"):
+    with pytest.raises(ValueError, match="sum to 1"):
         augment_features(X_V[:2], np.array([[0.5, 0.6, 0.0], [1, 0, 0]]))
     with pytest.raises(ValueError, match="bandwidth"):
         QuAcc1xN2(h, quantifier="kdey", bandwidth=0).fit(X_V, y_V)
@@ -257,8 +257,9 @@ def test_paper_grid():
 
 
 def test_methods_registered_and_protocol():
-    assert {"QuAcc1xn2_SLD", "QuAccnxn_KDEy", "QuAcc1xn+1_CC", "QuAcc(SLD)"} <= set(METHODS)
-    assert set(METHODS) <= set(experiment.EXTRA_METHODS)
+    from capshift import registry
+
+    assert {"QuAcc1xn2_SLD", "QuAccnxn_KDEy", "QuAcc1xn+1_CC", "QuAcc(SLD)"} <= set(registry.names("quacc"))
     P = experiment.quacc_train_prevalences(2, 9)
     np.testing.assert_allclose(P[:, 1], np.arange(1, 10) / 10)
     Pm = experiment.quacc_train_prevalences(4, 5, seed=1)
@@ -268,4 +269,8 @@ def test_methods_registered_and_protocol():
                                        sample_size=50, measures=("accuracy",))
     assert len(df) == 3 * 21 * 2 and sorted(df.train_index.unique()) == [0, 1, 2]
     assert df.groupby("train_index").train_prev.first().tolist() == [(0.9, 0.1), (0.5, 0.5), (0.1, 0.9)]
-    assert np.isfinite(df.ae).all() and (df.ae >= 0).all()
+    # training prevalences 0.9/0.1 and 0.1/0.9 put V far from most APP test samples: Naive (IID assumption) is
+    # badly off there, QuAcc (PPS-robust cell quantification) much less so
+    mae = df.groupby(["train_index", "method"]).ae.mean()
+    for t in (0, 2):
+        assert mae[(t, "QuAccnxn_SLD")] < 0.5 * mae[(t, "Naive")]

@@ -205,7 +205,8 @@ def test_local_covariate_control_is_prior_shift(synth):
     (lambda X, y, g: shift.LocalCovariateShift(X, y, g, test_prevalences=[0.1, 0.5]), "0.25"),
     (lambda X, y, g: shift.LocalCovariateShift(X, y, g[:-1]), "groups"),
     (lambda X, y, g: shift.GlobalCovariateShift(X, y, g, train_size=100, test_size=5000, replace=False,
-                                                train_alphas=[0.5]).trial(0), "items of negatives of group B"),
+                                                train_alphas=[0.5]), "items of negatives of group B"),
+    (lambda X, y, g: shift.LocalCovariateShift(X, y, g, return_type="tuple"), "return_type"),
 ])
 def test_grouped_families_reject_bad_input(synth, make, match):
     _, _, _, Xb, y, g = synth

@@ -16,60 +16,66 @@ Labels are class indices ``0..n-1``; ``n`` is ``len(classifier.classes_)``, whic
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted
 
+from ._validation import (ATOL, check_classifier, check_distribution, check_every_class, check_fitted, check_labels,
+                          check_seed, check_X, predict_codes)
 from .tables import contingency_table, get_measure
 
-__all__ = ["CAPEstimator", "check_classifier", "check_sample"]
+__all__ = ["CAPEstimator", "check_classifier", "check_sample", "check_posteriors"]
 
 
-def check_classifier(classifier, need_proba: bool = False) -> int:
-    """Check h is a fitted classifier over classes 0..n-1; return n. Raises TypeError/ValueError."""
-    if not hasattr(classifier, "predict"):
-        raise TypeError(f"classifier must be a fitted scikit-learn classifier with predict(), "
-                        f"got {type(classifier).__name__}")
-    try:
-        check_is_fitted(classifier)
-    except NotFittedError as e:
-        raise ValueError("classifier must already be trained (CAP methods never fit it): call "
-                         "classifier.fit(X_L, y_L) first") from e
-    classes = np.asarray(getattr(classifier, "classes_", []))
-    n = classes.size
-    if n < 2 or not np.array_equal(classes, np.arange(n)):
-        raise ValueError(f"classifier.classes_ must be 0..n-1 with n >= 2, got {classes.tolist()}; "
-                         "encode the labels (e.g. with capshift.datasets.load) before training")
-    if need_proba and not hasattr(classifier, "predict_proba"):
-        raise TypeError(f"this method needs posterior probabilities, but {type(classifier).__name__} has no "
-                        "predict_proba (for SVC pass probability=True)")
-    return n
+def check_sample(X, name: str = "X", n_features: int | None = None):
+    """A sample of items (m, d), m >= 1, finite (:func:`capshift._validation.check_X`); DataFrames by position."""
+    return check_X(X, name, n_features=n_features)
 
 
-def check_sample(X, name: str = "X"):
-    """Check a sample has at least one item; return it unchanged (dense or sparse)."""
-    if X is None or not hasattr(X, "shape") or len(X.shape) != 2:
-        raise ValueError(f"{name} must be a 2-d array (items x features), got {type(X).__name__}")
-    if X.shape[0] < 1:
-        raise ValueError(f"{name} is empty: a test sample needs at least one item")
-    return X
+def check_posteriors(P, n_classes: int | None = None, name: str = "posteriors", atol: float = ATOL) -> np.ndarray:
+    """Validate a posterior matrix: float (m, n), m >= 1, finite, in [0, 1], rows summing to 1 (within ``atol``).
+
+    ``n_classes``: required number of columns (None: any). Returns a float ndarray (m, n) with round-off
+    below 0 clipped. Raises TypeError for non-numeric input and ValueError naming ``name`` (wrong shape,
+    NaN, negative entries, rows not summing to 1: pass ``classifier.predict_proba(X)``, not scores or logits).
+    """
+    P = check_distribution(P, name, n_classes=n_classes, atol=atol)
+    if P.ndim != 2 or P.shape[0] < 1:
+        want = "(m, n)" if n_classes is None else f"(m, {n_classes})"
+        raise ValueError(f"{name} must be a non-empty 2-d array of shape {want} (pass classifier.predict_proba(X)), "
+                         f"got shape {P.shape}")
+    return np.clip(P, 0.0, 1.0)
 
 
 class CAPEstimator(BaseEstimator):
-    """Base class: fit on V, predict the test table; subclasses implement ``_fit`` and ``_predict_tables``.
+    """Base class: fit on V, predict the test table or measures.
+
+    Subclasses implement ``_fit(X_val, y_val)`` and either ``_predict_tables(samples, prevalences,
+    posteriors)`` (table methods) or, with ``estimates_tables = False``, ``_predict_values(samples, measure,
+    prevalences, posteriors)`` (measure-only methods). Every public method validates its input here, the same
+    way for every method: samples through :func:`capshift._validation.check_X` (finite, 2-d, DataFrames read by
+    position, the feature count seen at fit), labels against ``classifier.classes_``, prevalences and
+    posteriors through the one probability check, ``random_state`` through
+    :func:`capshift._validation.check_seed`. A validation set missing a class is refused by every method.
 
     Parameters
     ----------
     classifier : fitted scikit-learn classifier
-        The classifier h whose accuracy is predicted.
+        The classifier h whose accuracy is predicted (classes ``0..n-1``; never refitted).
     measure : str or callable
         Default measure of :meth:`predict` (see :data:`capshift.tables.MEASURES`).
-    random_state : int or None
+    random_state : int in 0..2**32-1 or None
         Seed for every random choice the method makes.
     """
 
     #: Measures the method can estimate; None means "any measure computable from the table".
     supported_measures: tuple | None = None
+    #: False for methods that estimate measures directly (no contingency table): ``predict_table`` raises.
+    estimates_tables: bool = True
+    #: True for methods that need h's ``predict_proba``.
+    needs_proba: bool = False
+    #: True for methods whose tables are a function of (gamma, q-hat) only: the experiment runner then calls
+    #: ``tables_from_prevalences`` with the predicted fractions and quantifier estimates it computed once.
+    shared_prevalence_path: bool = False
 
     def __init__(self, classifier, measure="accuracy", random_state=None):
         self.classifier = classifier
@@ -78,64 +84,146 @@ class CAPEstimator(BaseEstimator):
 
     # -- fitting --------------------------------------------------------------------------------
     def fit(self, X_val, y_val):
-        """Fit on the validation set: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n-1. Returns self."""
-        self.n_classes_ = check_classifier(self.classifier)
-        X_val = check_sample(X_val, "X_val")
-        y_val = np.asarray(y_val)
-        if y_val.shape != (X_val.shape[0],):
-            raise ValueError(f"y_val must have shape ({X_val.shape[0]},), got {y_val.shape}")
-        self.val_pred_ = np.asarray(self.classifier.predict(X_val))
-        self.val_table_ = contingency_table(y_val, self.val_pred_, self.n_classes_)
+        """Fit on the validation set: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n-1 with every class present.
+
+        Returns self. Raises TypeError/ValueError for an invalid classifier, sample, labels, measure or
+        ``random_state``, and for a validation set missing a class of h.
+        """
+        for attr in ("val_table_", "n_classes_"):  # refitting: forget the previous fit until this one succeeds
+            self.__dict__.pop(attr, None)
+        n = check_classifier(self.classifier, need_proba=self.needs_proba)
+        check_seed(self.random_state, "random_state", allow_none=True)
+        X_val = check_X(X_val, "X_val")
+        y_val = check_labels(y_val, n, "y_val", n_items=X_val.shape[0])
+        check_every_class(y_val, n, "y_val")
+        self.n_features_in_ = X_val.shape[1]
+        self.n_classes_ = n
         self._check_measure(self.measure)
-        self._fit(X_val, y_val)
+        self.val_pred_ = predict_codes(self.classifier, X_val)
+        self.val_table_ = contingency_table(y_val, self.val_pred_, n)
+        try:
+            self._fit(X_val, y_val)
+        except BaseException:
+            self.__dict__.pop("val_table_", None)  # a failed fit leaves the estimator unfitted
+            raise
         return self
 
     def _fit(self, X_val, y_val):
         pass
 
-    # -- prediction -----------------------------------------------------------------------------
-    def predict_table_batch(self, samples, prevalences=None) -> np.ndarray:
-        """Estimated tables for a list of samples, shape (k, n, n).
+    # -- input checks ---------------------------------------------------------------------------
+    def _check_fitted(self):
+        check_fitted(self, "val_table_")
 
-        ``prevalences`` (k, n): true prevalences, needed only by oracle-quantifier methods.
-        """
+    def _check_samples(self, samples, single=False):
+        """Validated list of samples (each (m_i, d)); ``single``: one sample named ``X``."""
         self._check_fitted()
-        samples = [check_sample(X, f"samples[{i}]") for i, X in enumerate(samples)]
-        if prevalences is not None:
-            prevalences = np.asarray(prevalences, dtype=float).reshape(len(samples), self.n_classes_)
-        return self._predict_tables(samples, prevalences)
+        if single:
+            return [check_X(samples, "X", n_features=self.n_features_in_)]
+        if isinstance(samples, np.ndarray) and samples.ndim == 3:
+            samples = list(samples)
+        if isinstance(samples, (str, bytes, np.ndarray)) or sp.issparse(samples) or hasattr(samples, "iloc") \
+                or not hasattr(samples, "__len__"):
+            raise TypeError(f"samples must be a list of 2-d arrays, one per test sample, got {type(samples).__name__}; "
+                            "for a single sample use predict(X) or pass [X]")
+        samples = list(samples)
+        if not samples:
+            raise ValueError("samples is empty: pass a list with at least one sample")
+        return [check_X(X, f"samples[{i}]", n_features=self.n_features_in_) for i, X in enumerate(samples)]
 
-    def predict_table(self, X, prevalence=None) -> np.ndarray:
-        """Estimated (n, n) table of h on the sample ``X`` (rows true, columns predicted, sums to 1)."""
-        prev = None if prevalence is None else np.asarray(prevalence, dtype=float)[None]
-        return self.predict_table_batch([X], prev)[0]
+    def _check_prevalences(self, prevalences, k, single=False):
+        if prevalences is None:
+            return None
+        name = "prevalence" if single else "prevalences"
+        p = check_distribution(prevalences, name, n_classes=self.n_classes_)
+        want = (self.n_classes_,) if single else (k, self.n_classes_)
+        if p.shape != want:
+            raise ValueError(f"{name} must have shape {want} (the true prevalence of each sample), got {p.shape}")
+        return p.reshape(k, self.n_classes_)
 
+    def _check_posteriors(self, posteriors, samples):
+        if posteriors is None:
+            return None
+        posteriors = list(posteriors)
+        if len(posteriors) != len(samples):
+            raise ValueError(f"posteriors must hold one matrix per sample: got {len(posteriors)} for "
+                             f"{len(samples)} samples")
+        out = []
+        for i, (X, P) in enumerate(zip(samples, posteriors)):
+            P = check_posteriors(P, self.n_classes_, f"posteriors[{i}]")
+            if P.shape[0] != X.shape[0]:
+                raise ValueError(f"posteriors[{i}] has {P.shape[0]} rows but samples[{i}] has {X.shape[0]} items")
+            out.append(P)
+        return out
+
+    def _check_measure(self, measure):
+        get_measure(measure)
+        if not self.supports(measure):
+            raise ValueError(f"{type(self).__name__} only estimates {list(self.supported_measures)}, "
+                             f"not measure={measure!r}")
+
+    # -- prediction -----------------------------------------------------------------------------
     def predict(self, X, measure=None, prevalence=None) -> float:
-        """Estimated value of ``measure`` (default: the constructor's) of h on ``X``, a float."""
+        """Estimated value of ``measure`` (default: the constructor's) of h on the sample ``X`` (m, d), a float.
+
+        ``prevalence`` (n,): the true prevalence, used by oracle variants only. Raises NotFittedError before
+        ``fit``; ValueError/TypeError for an invalid sample, measure or prevalence.
+        """
         measure = self.measure if measure is None else measure
+        self._check_fitted()
         self._check_measure(measure)
-        return float(get_measure(measure)(self.predict_table(X, prevalence)))
+        samples = self._check_samples(X, single=True)
+        prev = self._check_prevalences(prevalence, 1, single=True)
+        return float(self._measures(samples, [measure], prev, None)[measure][0])
 
     def predict_batch(self, samples, measure=None, prevalences=None, posteriors=None) -> np.ndarray:
-        """Estimated ``measure`` for each of k samples, shape (k,).
+        """Estimated ``measure`` for each of k samples, float (k,).
 
-        ``posteriors``: optional list of h's posterior matrices, one (m_k, n) array per sample,
-        precomputed by the caller (the experiment runner computes them once for the whole test
-        pool); methods that work from posteriors use them instead of calling h again. The default
-        applies the measure to :meth:`predict_table_batch`; measure-only methods override it.
+        ``prevalences`` (k, n): true prevalences, used by oracle variants only. ``posteriors``: optional list
+        of h's posterior matrices, one (m_k, n) array per sample, precomputed by the caller (the experiment
+        runner computes them once for the whole test pool); methods that work from posteriors use them
+        instead of calling h again. Errors as :meth:`predict`.
         """
         measure = self.measure if measure is None else measure
+        self._check_fitted()
         self._check_measure(measure)
-        return np.asarray(get_measure(measure)(self.predict_table_batch(samples, prevalences)), dtype=float)
+        return self.predict_measures(samples, [measure], prevalences, posteriors)[measure]
 
     def predict_measures(self, samples, measures, prevalences=None, posteriors=None) -> dict:
         """Estimated values of several measures at once: ``{measure: float array (k,)}``.
 
-        Measures the method does not support are left out (no entry), so a results table leaves
-        those cells empty. Methods that estimate a table compute it once per sample for all the
-        measures; the default calls :meth:`predict_batch` per measure. Arguments as there.
+        Measures the method does not support are left out (no entry), so a results table leaves those
+        cells empty. Table methods estimate each sample's table once for all the measures. Arguments and
+        errors as :meth:`predict_batch`.
         """
-        return {m: self.predict_batch(samples, m, prevalences, posteriors) for m in measures if self.supports(m)}
+        self._check_fitted()
+        if isinstance(measures, str) or callable(measures):
+            measures = [measures]
+        measures = [m for m in measures if self.supports(m)]
+        samples = self._check_samples(samples)
+        prevalences = self._check_prevalences(prevalences, len(samples))
+        posteriors = self._check_posteriors(posteriors, samples)
+        if not measures:
+            return {}
+        return self._measures(samples, measures, prevalences, posteriors)
+
+    def predict_table_batch(self, samples, prevalences=None) -> np.ndarray:
+        """Estimated tables for a list of samples, shape (k, n, n) (rows true, columns predicted, each sums to 1).
+
+        ``prevalences`` (k, n): true prevalences, needed only by oracle-quantifier methods. TypeError for
+        methods that estimate measures directly (``estimates_tables = False``).
+        """
+        self._check_fitted()
+        self._check_tables()
+        samples = self._check_samples(samples)
+        return self._predict_tables(samples, self._check_prevalences(prevalences, len(samples)), None)
+
+    def predict_table(self, X, prevalence=None) -> np.ndarray:
+        """Estimated (n, n) table of h on the sample ``X`` (rows true, columns predicted, sums to 1)."""
+        self._check_fitted()
+        self._check_tables()
+        samples = self._check_samples(X, single=True)
+        return self._predict_tables(samples, self._check_prevalences(prevalence, 1, single=True), None)[0]
 
     def supports(self, measure) -> bool:
         """Whether the method can estimate ``measure`` (False for measure-only methods asked for others).
@@ -148,20 +236,25 @@ class CAPEstimator(BaseEstimator):
         f = get_measure(measure)
         return any(f is get_measure(m) for m in self.supported_measures)
 
-    def _predict_tables(self, samples, prevalences):
+    # -- hooks ----------------------------------------------------------------------------------
+    def _measures(self, samples, measures, prevalences, posteriors) -> dict:
+        if self.estimates_tables:
+            tables = self._predict_tables(samples, prevalences, posteriors)
+            return {m: np.asarray(get_measure(m)(tables), dtype=float) for m in measures}
+        return {m: np.asarray(self._predict_values(samples, m, prevalences, posteriors), dtype=float)
+                for m in measures}
+
+    def _check_tables(self):
+        if not self.estimates_tables:
+            raise TypeError(f"{type(self).__name__} estimates measures directly, not contingency tables: use "
+                            "predict or predict_batch")
+
+    def _predict_tables(self, samples, prevalences, posteriors):
         raise NotImplementedError
 
-    # -- helpers --------------------------------------------------------------------------------
-    def _check_measure(self, measure):
-        get_measure(measure)
-        if not self.supports(measure):
-            raise ValueError(f"{type(self).__name__} only estimates {list(self.supported_measures)}, "
-                             f"not {measure!r}")
-
-    def _check_fitted(self):
-        if not hasattr(self, "val_table_"):
-            raise NotFittedError(f"{type(self).__name__} is not fitted: call fit(X_val, y_val) first")
+    def _predict_values(self, samples, measure, prevalences, posteriors):
+        raise NotImplementedError
 
     def _pred_prev(self, X) -> np.ndarray:
         """Fraction of ``X`` that h assigns to each class (gamma, LEAP Eq. 10), shape (n,)."""
-        return np.bincount(np.asarray(self.classifier.predict(X)), minlength=self.n_classes_) / X.shape[0]
+        return np.bincount(predict_codes(self.classifier, X), minlength=self.n_classes_) / X.shape[0]

@@ -2,8 +2,7 @@
 
 Every class follows the :class:`capshift.base.CAPEstimator` API (constructor stores parameters,
 ``fit(X_val, y_val)``, ``predict``/``predict_batch``) and is registered by the LEAP paper's name in
-:data:`METHODS` (``name -> factory(classifier, random_state) -> unfitted estimator``), which the
-experiment runner reads:
+:data:`capshift.registry.METHODS`, which the experiment runner reads:
 
 - ``Naive``: V's table for every sample (IID assumption; LEAP 2025, Sect. 5.5).
 - ``ATC``, ``ATC-NE``: average thresholded confidence, max-confidence and negative-entropy scores
@@ -35,14 +34,13 @@ from quapy.method.aggregative import EMQ
 from sklearn.base import clone
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
-from sklearn.utils import check_random_state
-
 from . import protocols
-from .base import CAPEstimator, check_classifier, check_sample
+from ._validation import check_finite_array, check_int, check_labels, check_seed
+from .base import CAPEstimator, check_posteriors
 from .quantifiers import Quantifier, check_prevalence
 from .tables import contingency_table, get_measure, true_prevalence
 
-__all__ = ["Naive", "ATC", "DoC", "DS", "NN", "CBPE", "COT", "RCA", "RCAStar", "METHODS",
+__all__ = ["Naive", "ATC", "DoC", "DS", "NN", "CBPE", "COT", "RCA", "RCAStar",
            "check_posteriors", "max_confidence", "negative_entropy", "atc_threshold", "dispersion_score",
            "nuclear_norm_score", "cbpe_table", "cot_accuracy"]
 
@@ -52,29 +50,6 @@ _ACC = ("accuracy",)
 # ---------------------------------------------------------------------------------------------
 # score functions
 # ---------------------------------------------------------------------------------------------
-def check_posteriors(P, n_classes: int | None = None, name: str = "posteriors", atol: float = 1e-6) -> np.ndarray:
-    """Validate a posterior matrix: float (m, n), finite, in [0, 1], rows summing to 1 (within ``atol``).
-
-    ``n_classes``: required number of columns (None: any). Returns a float ndarray (m, n), clipped
-    to [0, 1] (removes round-off below ``atol``). Raises ValueError naming ``name`` (wrong shape, NaN,
-    entries outside [-atol, 1 + atol], rows not summing to 1: pass ``classifier.predict_proba(X)``,
-    not scores or logits).
-    """
-    P = np.asarray(P, dtype=float)
-    if P.ndim != 2 or P.shape[0] < 1 or (n_classes is not None and P.shape[1] != n_classes):
-        want = "(m, n)" if n_classes is None else f"(m, {n_classes})"
-        raise ValueError(f"{name} must be a non-empty 2-d array of shape {want}, got shape {P.shape}")
-    if not np.all(np.isfinite(P)) or P.min() < -atol or P.max() > 1 + atol:
-        raise ValueError(f"{name} must hold finite probabilities in [0, 1]; got values in "
-                         f"[{np.nanmin(P):.3g}, {np.nanmax(P):.3g}]")
-    sums = P.sum(axis=1)
-    if not np.allclose(sums, 1.0, atol=atol):
-        raise ValueError(f"{name} rows must sum to 1 (posterior probabilities), got row sums in "
-                         f"[{sums.min():.6g}, {sums.max():.6g}]; pass classifier.predict_proba(X), not "
-                         "decision scores or logits")
-    return np.clip(P, 0.0, 1.0)
-
-
 def max_confidence(P) -> np.ndarray:
     """Max-confidence score of each item, ``max_k P[i, k]``: float (m,) in [1/n, 1].
 
@@ -102,7 +77,14 @@ def atc_threshold(scores, correct) -> float:
     add items); t = +inf when k = 0. Garg et al., ICLR 2022, Eq. 1 (the authors' code picks the
     same point by minimising |false positives - false negatives| along the sorted scores).
     """
-    s = np.sort(np.asarray(scores, dtype=float))
+    s = np.sort(check_finite_array(scores, "scores", ndim=1))
+    correct = np.asarray(correct)
+    if s.size == 0:
+        raise ValueError("scores is empty: the threshold needs at least one validation item")
+    if correct.shape != s.shape:
+        raise ValueError(f"correct must have one entry per score: expected shape {s.shape}, got {correct.shape}")
+    if correct.dtype.kind not in "biu":
+        raise TypeError(f"correct must be booleans (h(x) == y per item), got dtype {correct.dtype}")
     k = int(np.count_nonzero(correct))
     if k == 0:
         return float("inf")
@@ -117,12 +99,13 @@ def dispersion_score(Z, y_pred, n_classes: int, floor: float = 1e-12) -> float:
     ``m_k`` their number (classes nobody is assigned to contribute 0). The sum is floored at
     ``floor`` before the log so that a sample assigned to one class only gets a finite score.
     ``Z`` may be sparse (densified). Returns a float (log of squared feature units). Raises ValueError
-    if ``Z`` is not 2-d or ``y_pred`` is not (m,).
+    if ``Z`` is not a finite 2-d array, ``y_pred`` not (m,) codes in 0..n-1 or ``n_classes`` < 2.
     """
-    Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=float)
-    y_pred = np.asarray(y_pred)
-    if Z.ndim != 2 or y_pred.shape != (Z.shape[0],):
-        raise ValueError(f"Z must be (m, d) and y_pred (m,), got {Z.shape} and {y_pred.shape}")
+    n_classes = check_int(n_classes, "n_classes", min_value=2)
+    Z = check_finite_array(Z.toarray() if hasattr(Z, "toarray") else Z, "Z", ndim=2)
+    if Z.shape[0] < 1:
+        raise ValueError("Z is empty: the dispersion score needs at least one item")
+    y_pred = check_labels(y_pred, n_classes, "y_pred", n_items=Z.shape[0])
     mu = Z.mean(axis=0)
     counts = np.bincount(y_pred, minlength=n_classes)
     sums = np.zeros((n_classes, Z.shape[1]))
@@ -138,9 +121,10 @@ def nuclear_norm_score(P) -> float:
 
     Deng et al., ICML 2023, Eq. 4 (the normaliser is the largest nuclear norm a matrix with
     rows on the simplex can have: ``||P||_* <= sqrt(rank) ||P||_F <= sqrt(min(m, n) m)``, reached by
-    one-hot rows spread evenly over the classes). Returns a float.
+    one-hot rows spread evenly over the classes). Returns a float. Raises ValueError if ``P`` is not a
+    posterior matrix (:func:`check_posteriors`).
     """
-    P = np.asarray(P, dtype=float)
+    P = check_posteriors(P, name="P")
     m, n = P.shape
     return float(np.linalg.svd(P, compute_uv=False).sum() / np.sqrt(m * min(m, n)))
 
@@ -152,10 +136,11 @@ def cbpe_table(P, y_pred, n_classes: int) -> np.ndarray:
     ``m_j / m`` of the sample predicted as j, so the table sums to 1 and its column sums are h's
     predicted prevalence. ``P`` float (m, n) rows summing to 1, ``y_pred`` int (m,). Returns float
     (n, n), rows true, columns predicted (the LEAP authors' code normalises each column to 1
-    instead, which turns the trace into the mean precision; not done here).
+    instead, which turns the trace into the mean precision; not done here). Raises ValueError for a ``P``
+    that is not a posterior matrix with ``n_classes`` columns or ``y_pred`` not (m,) codes.
     """
-    P = np.asarray(P, dtype=float)
-    onehot = np.eye(n_classes)[np.asarray(y_pred)]
+    P = check_posteriors(P, n_classes, "P")
+    onehot = np.eye(n_classes)[check_labels(y_pred, n_classes, "y_pred", n_items=P.shape[0])]
     return P.T @ onehot / P.shape[0]
 
 
@@ -166,10 +151,13 @@ def cot_accuracy(P, label_prev) -> float:
     (m, n; mass 1/m each) and the label distribution ``sum_k label_prev[k] * e_k`` (one-hot
     vectors), with cost ``||p - e_k||_inf = 1 - p_k`` (for p on the simplex, = ``||p - e_k||_1 / 2``);
     solved exactly with POT's ``ot.emd2``. ``label_prev`` (n,) sums to 1. Returns a float in [0, 1].
+    Raises ValueError for a ``P`` that is not a posterior matrix or a ``label_prev`` that is not a
+    distribution over its n columns (it is not renormalised).
     """
-    P = np.asarray(P, dtype=float)
-    b = np.asarray(label_prev, dtype=float)
-    b = b / b.sum()
+    P = check_posteriors(P, name="P")
+    b = check_prevalence(label_prev, P.shape[1], "label_prev")
+    if b.ndim != 1:
+        raise ValueError(f"label_prev must be one distribution (n,), got shape {b.shape}")
     a = np.full(P.shape[0], 1.0 / P.shape[0])
     cost = float(ot.emd2(a, b, 1.0 - P))
     return float(np.clip(1.0 - cost, 0.0, 1.0))
@@ -178,26 +166,11 @@ def cot_accuracy(P, label_prev) -> float:
 # ---------------------------------------------------------------------------------------------
 # shared machinery
 # ---------------------------------------------------------------------------------------------
-def _seed(random_state) -> int:
-    """A non-negative int seed from an int / None / RandomState (scikit-learn's convention)."""
-    return int(check_random_state(random_state).randint(0, 2**31 - 1)) if not isinstance(
-        random_state, (int, np.integer)) else int(random_state)
-
-
 class _PosteriorBaseline(CAPEstimator):
-    """Base of the baselines that work from h's posteriors; subclasses implement ``_predict_values``
-    (a measure per sample) or set ``_table_method`` and implement ``_tables``."""
+    """Base of the baselines that work from h's posteriors; subclasses implement ``_values`` (a measure per
+    sample, ``estimates_tables = False``) or ``_tables`` (a table per sample)."""
 
-    _table_method = False
-
-    def fit(self, X_val, y_val):
-        """Fit on V: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n-1. Returns self.
-
-        Raises TypeError if the classifier has no ``predict_proba``; ValueError for an unsupported
-        measure or bad V.
-        """
-        check_classifier(self.classifier, need_proba=True)
-        return super().fit(X_val, y_val)
+    needs_proba = True
 
     def _fit(self, X_val, y_val):
         self.val_post_ = check_posteriors(self.classifier.predict_proba(X_val), self.n_classes_,
@@ -207,78 +180,24 @@ class _PosteriorBaseline(CAPEstimator):
     def _fit_posteriors(self, X_val, y_val, P_val):
         pass
 
-    # -- prediction ---------------------------------------------------------------------------
     def _sample_posteriors(self, samples, posteriors):
+        """h's posteriors of each (validated) sample: the caller's (already validated) or computed here."""
         n = self.n_classes_
         for i, X in enumerate(samples):
             if X.shape[0] < n:
                 raise ValueError(f"samples[{i}] has {X.shape[0]} items, fewer than the {n} classes: "
                                  f"{type(self).__name__} needs test samples of at least n_classes items "
                                  "(use larger samples)")
-        if posteriors is None:
-            return [check_posteriors(self.classifier.predict_proba(X), n, f"predict_proba(samples[{i}])")
-                    for i, X in enumerate(samples)]
-        if len(posteriors) != len(samples):
-            raise ValueError(f"posteriors must hold one matrix per sample: got {len(posteriors)} for "
-                             f"{len(samples)} samples")
-        out = []
-        for i, (X, P) in enumerate(zip(samples, posteriors)):
-            P = check_posteriors(P, n, f"posteriors[{i}]")
-            if P.shape[0] != X.shape[0]:
-                raise ValueError(f"posteriors[{i}] has {P.shape[0]} rows but samples[{i}] has {X.shape[0]} items")
-            out.append(P)
-        return out
+        if posteriors is not None:
+            return posteriors
+        return [check_posteriors(self.classifier.predict_proba(X), n, f"predict_proba(samples[{i}])")
+                for i, X in enumerate(samples)]
 
-    def predict(self, X, measure=None, prevalence=None) -> float:
-        """Estimated ``measure`` (default: the constructor's) of h on the sample ``X`` (m, d), a float.
+    def _predict_tables(self, samples, prevalences, posteriors):
+        return self._tables(samples, self._sample_posteriors(samples, posteriors), prevalences)
 
-        ``prevalence`` (n,): the true prevalence, used by oracle variants only. Errors as :meth:`predict_batch`.
-        """
-        prev = None if prevalence is None else np.asarray(prevalence, dtype=float)[None]
-        return float(self.predict_batch([X], measure, prev)[0])
-
-    def predict_batch(self, samples, measure=None, prevalences=None, posteriors=None) -> np.ndarray:
-        """Estimated ``measure`` for each of k samples, float (k,).
-
-        ``posteriors``: optional list of h's posterior matrices (m_k, n), one per sample (used
-        instead of calling h again). ``prevalences`` (k, n) is ignored except by oracle variants.
-        Raises ValueError for an unsupported measure, samples with fewer items than classes,
-        posteriors of the wrong shape or not summing to 1; NotFittedError before ``fit``.
-        """
-        measure = self.measure if measure is None else measure
-        self._check_fitted()
-        self._check_measure(measure)
-        samples, post, prevalences = self._prepare(samples, prevalences, posteriors)
-        if self._table_method:
-            return np.asarray(get_measure(measure)(self._tables(samples, post, prevalences)), dtype=float)
-        return np.asarray(self._predict_values(samples, post, measure, prevalences), dtype=float)
-
-    def predict_measures(self, samples, measures, prevalences=None, posteriors=None) -> dict:
-        """``{measure: (k,)}`` for the supported ``measures``; table methods (CBPE, RCA) estimate each
-        sample's table once for all of them. Arguments and errors as :meth:`predict_batch`."""
-        if not self._table_method:
-            return super().predict_measures(samples, measures, prevalences, posteriors)
-        measures = [m for m in measures if self.supports(m)]
-        if not measures:
-            return {}
-        self._check_fitted()
-        tables = self._tables(*self._prepare(samples, prevalences, posteriors))
-        return {m: np.asarray(get_measure(m)(tables), dtype=float) for m in measures}
-
-    def _prepare(self, samples, prevalences, posteriors):
-        """Validated samples, their posteriors and the (k, n) prevalences (or None)."""
-        samples = [check_sample(X, f"samples[{i}]") for i, X in enumerate(samples)]
-        post = self._sample_posteriors(samples, posteriors)
-        if prevalences is not None:
-            prevalences = check_prevalence(np.asarray(prevalences, dtype=float).reshape(len(samples), -1),
-                                           self.n_classes_, "prevalences")
-        return samples, post, prevalences
-
-    def _predict_tables(self, samples, prevalences):
-        if not self._table_method:
-            raise TypeError(f"{type(self).__name__} estimates measures directly, not contingency tables: use "
-                            "predict or predict_batch")
-        return self._tables(samples, self._sample_posteriors(samples, None), prevalences)
+    def _predict_values(self, samples, measure, prevalences, posteriors):
+        return self._values(samples, self._sample_posteriors(samples, posteriors), measure, prevalences)
 
 
 class _RegressionBaseline(_PosteriorBaseline):
@@ -288,15 +207,20 @@ class _RegressionBaseline(_PosteriorBaseline):
     the regressor's feature) and may override ``_features``/``_target``/``_from_prediction``, each
     given the measure function f. With ``_split_v``, V is split in half (stratified, seeded): the
     reference half V1 (``ref_idx_``, h's table on it ``ref_table_``) and the pool the validation
-    samples are drawn from (``pool_idx_``); otherwise both are the whole of V. The validation samples
-    are drawn at fit time with :func:`capshift.protocols.upp_indices`; their scores and tables are
-    stored so that a regressor for any measure is trained (once, then cached in ``regressors_``) the
-    first time it is asked for.
+    samples are drawn from (``pool_idx_``); otherwise both are the whole of V.
+
+    Scores grow or shrink with the sample size, so the validation samples have the size of the test
+    samples: with ``val_sample_size=None`` (default) they are drawn (with
+    :func:`capshift.protocols.upp_indices`, seeded) the first time a test sample of a given size is seen,
+    and their scores, tables and the regressor of each measure are cached per size (``val_scores_``,
+    ``val_tables_``: dicts keyed by size; ``regressors_`` keyed by (size, measure)). An int
+    ``val_sample_size`` fixes the size (drawn at fit); test samples of another size are then refused.
     """
 
+    estimates_tables = False
     _split_v = False  # True: keep half of V (stratified) as the reference set, draw samples from the rest
 
-    def __init__(self, classifier, measure="accuracy", n_val_samples=100, val_sample_size=100, regressor=None,
+    def __init__(self, classifier, measure="accuracy", n_val_samples=100, val_sample_size=None, regressor=None,
                  clip=True, random_state=None):
         super().__init__(classifier, measure, random_state)
         self.n_val_samples = n_val_samples
@@ -306,44 +230,52 @@ class _RegressionBaseline(_PosteriorBaseline):
 
     def _fit_posteriors(self, X_val, y_val, P_val):
         n = self.n_classes_
-        for arg in ("n_val_samples", "val_sample_size"):
-            v = getattr(self, arg)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 2:
-                raise ValueError(f"{arg} must be an int >= 2, got {v!r}")
-        if self.val_sample_size < n:
-            raise ValueError(f"val_sample_size={self.val_sample_size} is smaller than the {n} classes; use at least "
-                             f"{n} items per validation sample")
-        seed = _seed(self.random_state)
+        check_int(self.n_val_samples, "n_val_samples", min_value=2)
+        if self.val_sample_size is not None:
+            check_int(self.val_sample_size, "val_sample_size", min_value=max(2, n))
+        seed = check_seed(self.random_state, "random_state", allow_none=True)
+        self.seed_ = int(np.random.randint(0, 2**31 - 1)) if seed is None else seed
         idx = np.arange(len(y_val))
         if self._split_v:
             if np.bincount(y_val, minlength=n).min() < 2:
-                raise ValueError("every class needs at least 2 items in V to split it into a reference part and a "
+                raise ValueError("y_val needs at least 2 items of every class to split V into a reference part and a "
                                  "part that validation samples are drawn from")
-            ref, pool = train_test_split(idx, test_size=0.5, stratify=y_val, random_state=seed)
+            ref, pool = train_test_split(idx, test_size=0.5, stratify=y_val, random_state=self.seed_)
         else:
             ref, pool = idx, idx
         self.ref_idx_, self.pool_idx_ = ref, pool
         if self._split_v:
             self.ref_table_ = contingency_table(y_val[ref], P_val[ref].argmax(axis=1), n)
         self._fit_reference(X_val, y_val, P_val, ref)
-        samples = protocols.upp_indices(y_val[pool], self.val_sample_size, self.n_val_samples, seed, n_classes=n)
-        scores, tables = [], []
-        for s in samples:
-            rows = pool[s]
-            scores.append(self._score(X_val[rows], P_val[rows]))
-            tables.append(contingency_table(y_val[rows], P_val[rows].argmax(axis=1), n))
-        self.val_scores_ = np.asarray(scores, dtype=float)
-        self.val_tables_ = np.stack(tables)
-        self.regressors_ = {}
+        self.X_val_, self.y_val_ = X_val, y_val
+        self.val_scores_, self.val_tables_, self.regressors_ = {}, {}, {}
+        if self.val_sample_size is not None:
+            self._validation_samples(int(self.val_sample_size))
 
     def _fit_reference(self, X_val, y_val, P_val, ref):
         pass
 
-    def _regressor_for(self, f):
-        if f not in self.regressors_:
+    def _validation_samples(self, size: int):
+        """Scores and tables of the ``n_val_samples`` validation samples of ``size`` items (cached)."""
+        if size not in self.val_scores_:
+            n, pool = self.n_classes_, self.pool_idx_
+            X, y, P = self.X_val_, self.y_val_, self.val_post_
+            samples = protocols.upp_indices(y[pool], size, int(self.n_val_samples), self.seed_, n_classes=n)
+            scores, tables = [], []
+            for s in samples:
+                rows = pool[s]
+                scores.append(self._score(X[rows], P[rows]))
+                tables.append(contingency_table(y[rows], P[rows].argmax(axis=1), n))
+            self.val_scores_[size] = np.asarray(scores, dtype=float)
+            self.val_tables_[size] = np.stack(tables)
+        return self.val_scores_[size], self.val_tables_[size]
+
+    def _regressor_for(self, size, f):
+        if (size, f) not in self.regressors_:
+            scores, tables = self._validation_samples(size)
             reg = clone(self.regressor) if self.regressor is not None else LinearRegression()
-            self.regressors_[f] = reg.fit(self._features(self.val_scores_, f), self._target(f(self.val_tables_), f))
-        return self.regressors_[f]
+            self.regressors_[(size, f)] = reg.fit(self._features(scores, f), self._target(f(tables), f))
+        return self.regressors_[(size, f)]
 
     def _features(self, scores, f):
         return np.asarray(scores, dtype=float).reshape(-1, 1)
@@ -354,10 +286,19 @@ class _RegressionBaseline(_PosteriorBaseline):
     def _from_prediction(self, pred, f):
         return pred
 
-    def _predict_values(self, samples, post, measure, prevalences):
+    def _values(self, samples, post, measure, prevalences):
         f = get_measure(measure)
-        scores = np.array([self._score(X, P) for X, P in zip(samples, post)])
-        out = self._from_prediction(self._regressor_for(f).predict(self._features(scores, f)), f)
+        sizes = np.array([X.shape[0] for X in samples])
+        if self.val_sample_size is not None and np.any(sizes != self.val_sample_size):
+            i = int(np.flatnonzero(sizes != self.val_sample_size)[0])
+            raise ValueError(f"samples[{i}] has {sizes[i]} items but val_sample_size={self.val_sample_size}: the "
+                             f"score of {type(self).__name__} depends on the sample size, so the regressor only "
+                             "applies to samples of that size; leave val_sample_size=None to fit one per size")
+        out = np.empty(len(samples))
+        for size in np.unique(sizes):
+            rows = np.flatnonzero(sizes == size)
+            scores = np.array([self._score(samples[i], post[i]) for i in rows])
+            out[rows] = self._from_prediction(self._regressor_for(int(size), f).predict(self._features(scores, f)), f)
         return np.clip(out, 0.0, 1.0) if self.clip else out
 
 
@@ -374,13 +315,16 @@ class Naive(CAPEstimator):
     random_state : unused (kept for a uniform constructor)
     """
 
-    def _predict_tables(self, samples, prevalences):
+    shared_prevalence_path = True
+
+    def _predict_tables(self, samples, prevalences, posteriors=None):
         return np.repeat(self.val_table_[None], len(samples), axis=0)
 
     def tables_from_prevalences(self, pred_prev, est_prev=None) -> np.ndarray:
         """V's table repeated for each of the k samples of ``pred_prev`` (k, n); shape (k, n, n)."""
         self._check_fitted()
-        return np.repeat(self.val_table_[None], len(np.atleast_2d(pred_prev)), axis=0)
+        pred_prev = np.atleast_2d(check_prevalence(pred_prev, self.n_classes_, "pred_prev"))
+        return np.repeat(self.val_table_[None], len(pred_prev), axis=0)
 
 
 class ATC(_PosteriorBaseline):
@@ -402,6 +346,7 @@ class ATC(_PosteriorBaseline):
     """
 
     supported_measures = _ACC
+    estimates_tables = False
     _SCORES = {"maxconf": max_confidence, "neg_entropy": negative_entropy}
 
     def __init__(self, classifier, score="maxconf", measure="accuracy", random_state=None):
@@ -416,7 +361,7 @@ class ATC(_PosteriorBaseline):
     def _fit_posteriors(self, X_val, y_val, P_val):
         self.threshold_ = atc_threshold(self._score_fn()(P_val), self.val_pred_ == y_val)
 
-    def _predict_values(self, samples, post, measure, prevalences):
+    def _values(self, samples, post, measure, prevalences):
         f = self._score_fn()
         return [float(np.mean(f(P) >= self.threshold_)) for P in post]
 
@@ -435,9 +380,11 @@ class DoC(_RegressionBaseline):
     ----------
     classifier : fitted classifier with ``predict_proba``
     measure : default measure
-    n_val_samples, val_sample_size : int
-        Number and size of the validation samples (defaults 100 and 100, as the LEAP paper's code;
-        use the size of the test samples).
+    n_val_samples : int >= 2
+        Number of validation samples (default 100, as the LEAP paper's code).
+    val_sample_size : None or int
+        Size of the validation samples: None (default) draws them at the size of each test sample seen
+        (cached per size); an int fixes it and refuses test samples of another size.
     regressor : scikit-learn regressor or None (LinearRegression), cloned per measure
     clip : bool, clip predictions to [0, 1]
     random_state : int, seeds the split of V and the UPP samples
@@ -474,7 +421,7 @@ class DS(_RegressionBaseline):
     sample size. Parameters as :class:`DoC`, plus ``space``.
     """
 
-    def __init__(self, classifier, measure="accuracy", space="features", n_val_samples=100, val_sample_size=100,
+    def __init__(self, classifier, measure="accuracy", space="features", n_val_samples=100, val_sample_size=None,
                  regressor=None, clip=True, random_state=None):
         super().__init__(classifier, measure, n_val_samples, val_sample_size, regressor, clip, random_state)
         self.space = space
@@ -527,8 +474,6 @@ class CBPE(_PosteriorBaseline):
     measure, random_state : as in :class:`capshift.base.CAPEstimator` (the method is deterministic)
     """
 
-    _table_method = True
-
     def __init__(self, classifier, calibration="sld-bcts", measure="accuracy", random_state=None):
         super().__init__(classifier, measure, random_state)
         self.calibration = calibration
@@ -538,10 +483,26 @@ class CBPE(_PosteriorBaseline):
             raise ValueError(f"calibration must be None or 'sld-bcts', got {self.calibration!r}")
         self.emq_ = None
         if self.calibration == "sld-bcts":
-            emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts",
-                      on_calib_error="backup")
-            emq.aggregation_fit(P_val, y_val)
-            self.emq_ = emq
+            self._calibration_data = (P_val, y_val)
+            self.emq_ = self._fit_calibrator(P_val, y_val)
+
+    def _fit_calibrator(self, P_val, y_val):
+        emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts",
+                  on_calib_error="backup")
+        emq.aggregation_fit(P_val, y_val)
+        return emq
+
+    def __getstate__(self):
+        # the BCTS calibrator holds a lambda (abstention) and does not pickle: refitted (deterministic) on load
+        state = self.__dict__.copy()
+        if state.get("emq_") is not None:
+            state["emq_"] = "refit"
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self.__dict__.get("emq_") == "refit":
+            self.emq_ = self._fit_calibrator(*self._calibration_data)
 
     def calibrate(self, P) -> np.ndarray:
         """PPS-calibrated posteriors, float (m, n) with rows summing to 1, of one test sample's posteriors ``P`` (m, n).
@@ -583,6 +544,7 @@ class COT(_PosteriorBaseline):
     """
 
     supported_measures = _ACC
+    estimates_tables = False
 
     def __init__(self, classifier, quantifier="kdey", measure="accuracy", random_state=None):
         super().__init__(classifier, measure, random_state)
@@ -595,7 +557,7 @@ class COT(_PosteriorBaseline):
             self.quantifier_ = Quantifier(self.quantifier, classifier=self.classifier,
                                           random_state=self.random_state).fit(X_val, y_val, self.n_classes_)
 
-    def _predict_values(self, samples, post, measure, prevalences):
+    def _values(self, samples, post, measure, prevalences):
         if self.quantifier_ is None:
             return [cot_accuracy(P, self.val_prev_) for P in post]
         return [cot_accuracy(P, self.quantifier_.quantify(X, None if prevalences is None else prevalences[s]))
@@ -633,8 +595,6 @@ class RCA(_PosteriorBaseline):
     h' is cloned with h's own parameters, including its seed).
     """
 
-    _table_method = True
-
     def _fit_posteriors(self, X_val, y_val, P_val):
         self.X_val_, self.y_val_ = X_val, y_val
 
@@ -666,21 +626,3 @@ class RCAStar(_RegressionBaseline):
 
     def _features(self, scores, f):
         return (float(f(self.ref_table_)) - f(np.asarray(scores, dtype=float))).reshape(-1, 1)
-
-
-#: The baselines by the LEAP paper's names (LEAP 2025, Table 1 columns, plus the extra variants):
-#: ``name -> factory(classifier, random_state) -> unfitted estimator``; read by
-#: :data:`capshift.experiment.EXTRA_METHODS`.
-METHODS = {
-    "ATC": lambda h, rs: ATC(h, score="maxconf", random_state=rs),
-    "ATC-NE": lambda h, rs: ATC(h, score="neg_entropy", random_state=rs),
-    "DoC": lambda h, rs: DoC(h, random_state=rs),
-    "DS": lambda h, rs: DS(h, random_state=rs),
-    "NN": lambda h, rs: NN(h, random_state=rs),
-    "CBPE": lambda h, rs: CBPE(h, calibration=None, random_state=rs),
-    "SLD-CBPE": lambda h, rs: CBPE(h, calibration="sld-bcts", random_state=rs),
-    "COT": lambda h, rs: COT(h, quantifier=None, random_state=rs),
-    "Q-COT": lambda h, rs: COT(h, quantifier="kdey", random_state=rs),
-    "RCA": lambda h, rs: RCA(h, random_state=rs),
-    "RCA*": lambda h, rs: RCAStar(h, random_state=rs),
-}

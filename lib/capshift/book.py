@@ -52,10 +52,17 @@ def default_toc() -> Path:
 
 
 def toc_docnames(toc: Path) -> list[str]:
-    """Docnames (paths without suffix, relative to the toc's directory) in toc order."""
+    """Docnames (paths without suffix, relative to the toc's directory) in toc order.
+
+    Raises BookError for a missing or malformed toc file."""
     from sphinx_external_toc.parsing import parse_toc_yaml
 
-    return list(parse_toc_yaml(str(toc)))
+    if not Path(toc).is_file():
+        raise BookError(f"toc file {toc} does not exist: pass --toc PATH/_toc.yml or run from the book's root")
+    try:
+        return list(parse_toc_yaml(str(toc)))
+    except Exception as e:  # noqa: BLE001 -- yaml and sphinx-external-toc errors alike
+        raise BookError(f"toc file {toc} cannot be read: {e}") from None
 
 
 def is_notebook(path: Path) -> bool:
@@ -85,15 +92,59 @@ def load_profile(profile: str, root: Path) -> dict[str, dict]:
     path = Path(profile) if profile.endswith((".yml", ".yaml")) else root / "book" / "params" / f"{profile}.yml"
     if not path.exists():
         raise BookError(f"profile {profile!r}: no file {path}")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise BookError(f"profile {path} is not valid YAML: {str(e).splitlines()[0]} "
+                        f"({' '.join(str(e).split())[-80:]})") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise BookError(f"{path}: expected a mapping chapter -> {{parameter: value}}")
     return data
 
 
 def parse_overrides(pairs: list[list[str]] | None) -> dict:
-    """``[[name, value], ...]`` -> {name: yaml.safe_load(value)} (so ``-p n 10`` gives the int 10)."""
-    return {name: yaml.safe_load(value) for name, value in pairs or []}
+    """``[[name, value], ...]`` -> {name: yaml.safe_load(value)} (so ``-p n 10`` gives the int 10).
+
+    Raises BookError naming the parameter for a value that is not valid YAML."""
+    out = {}
+    for name, value in pairs or []:
+        try:
+            out[name] = yaml.safe_load(value)
+        except yaml.YAMLError as e:
+            raise BookError(f"-p {name} {value!r}: the value is not valid YAML ({str(e).splitlines()[0]}); quote "
+                            "strings and close brackets, e.g. -p datasets '[cmc, haberman]'") from None
+    return out
+
+
+_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "list": (list,), "dict": (dict,),
+          "tuple": (list, tuple)}
+
+
+def type_ok(value, type_name: str | None) -> bool:
+    """Whether ``value`` (parsed from YAML) fits the annotation ``type_name`` of a parameter cell.
+
+    Understands int, float, str, bool, list/list[T], dict, tuple, ``X | None`` and ``Optional[X]``;
+    other or missing annotations accept anything. bool is not an int here (``-p n true`` is an error)."""
+    if not type_name or type_name == "None":
+        return True
+    t = type_name.replace(" ", "")
+    if t.startswith("Optional[") and t.endswith("]"):
+        t = t[9:-1] + "|None"
+    alternatives = t.split("|")
+    if "None" in alternatives and value is None:
+        return True
+    for alt in (a for a in alternatives if a != "None"):
+        base, _, inner = alt.partition("[")
+        base = base.lower()
+        if base not in _TYPES:
+            return True
+        if isinstance(value, bool) and base != "bool":
+            continue
+        if isinstance(value, _TYPES[base]):
+            if base == "list" and inner and not all(type_ok(v, inner.rstrip("]")) for v in value):
+                continue
+            return True
+    return False
 
 
 def to_ipynb(src: Path, dest: Path) -> Path:
@@ -140,6 +191,11 @@ def resolve(chaps: dict[str, Path], selected: list[str], profile: dict, cli: dic
             raise BookError(
                 f"chapter {name!r}: unknown parameter(s) {', '.join(bad)}; valid parameters: {', '.join(valid) or '(none)'}"
             )
+        for p, value in params.items():
+            want = valid[p].get("inferred_type_name")
+            if not type_ok(value, want):
+                raise BookError(f"chapter {name!r}: parameter {p} is declared {want} (default {valid[p].get('default')}) "
+                                f"but got {value!r} ({type(value).__name__}); pass a {want}")
         plan[name] = params
     return plan
 
@@ -340,8 +396,8 @@ def main(argv: list[str] | None = None) -> int:
 
     toc = args.toc or default_toc()
     out = args.out or toc.resolve().parent / "_build"
-    cli = parse_overrides(args.param)
     try:
+        cli = parse_overrides(args.param)
         if args.cmd == "check":
             profile = load_profile(args.profile, toc.resolve().parent)
             with tempfile.TemporaryDirectory(prefix="capshift-book-") as tmp:

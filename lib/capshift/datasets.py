@@ -518,11 +518,12 @@ def load(name: str, seed: int = 0, source: str = "auto", cache_dir=None) -> Spli
     ``train_test_split`` call). X_* stay the loaders' sparse tf-idf (CSR float64, no scaling). See
     :func:`load_pools` for sources, cache and errors (DatasetUnavailableError offline without a cache).
 
-    Returns a :class:`Split`. Raises TypeError if seed is not a non-negative int, plus the errors of :func:`load_raw`
-    (UCI datasets) or :func:`load_pools` (text datasets).
+    Returns a :class:`Split`. Raises TypeError if seed is not an int, ValueError if it is outside 0..2**32-1,
+    plus the errors of :func:`load_raw` (UCI datasets) or :func:`load_pools` (text datasets).
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    from ._validation import check_seed  # local: keeps this module's imports untouched
+
+    seed = check_seed(seed, "seed")
     key, info = _info(name)
     if info.paper == "quacc":
         Xtr, ytr, Xte, yte, classes = load_pools(key, source=source, cache_dir=cache_dir)

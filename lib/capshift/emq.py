@@ -32,6 +32,8 @@ import numpy as np
 import pandas
 import quapy.error as qerr
 
+from ._validation import ATOL, check_int
+from ._validation import check_distribution as _check_distribution
 from .tables import accuracy
 
 __all__ = [
@@ -44,15 +46,15 @@ __all__ = [
     "appendix2_printed", "appendix2_recomputed",
 ]
 
-#: Tolerance on ``sum(p) == 1`` and on tiny negative entries (which are clipped to 0).
-ATOL = 1e-6
+#: Tolerance on ``sum(p) == 1`` and on tiny negative entries (which are clipped to 0): capshift's one tolerance.
 
 
 # ---------------------------------------------------------------------------------------------------- validation
 def check_distribution(p, name: str = "p", atol: float = ATOL) -> np.ndarray:
     """Validate a (batch of) distribution(s); return it as a float64 array of shape ``(..., n)``.
 
-    Entries in ``[-atol, 0)`` (round-off of solvers) are clipped to 0; anything more negative is an error.
+    The one probability-vector check of capshift (:func:`capshift._validation.check_distribution`): entries in
+    ``[-atol, 0)`` (round-off of solvers) are clipped to 0; anything more negative is an error.
 
     Raises
     ------
@@ -60,27 +62,10 @@ def check_distribution(p, name: str = "p", atol: float = ATOL) -> np.ndarray:
         Non-numeric input.
     ValueError
         Fewer than 1 dimension or fewer than 2 classes, NaN/inf, negative entries, or sums that differ
-        from 1 by more than ``atol``; the message names ``name`` and says how to fix it.
+        from 1 by more than ``atol``; the message names ``name`` and says how to fix it (for tables use
+        :func:`flatten_tables`).
     """
-    try:
-        arr = np.asarray(p, dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"{name} must be an array of prevalence values (floats), got {type(p).__name__}") from e
-    if arr.ndim < 1 or arr.shape[-1] < 2:
-        raise ValueError(f"{name} must have shape (..., n) with n >= 2 classes, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values; prevalence values are finite fractions")
-    if np.any(arr < -atol):
-        raise ValueError(f"{name} has negative values (min {arr.min():.3g}); prevalence values must be >= 0 "
-                         "(clip or re-estimate the distribution)")
-    arr = np.where(arr < 0, 0.0, arr)
-    sums = arr.sum(axis=-1)
-    if np.any(np.abs(sums - 1.0) > atol):
-        bad = sums[np.abs(sums - 1.0) > atol]
-        raise ValueError(f"{name} must sum to 1 along the last axis (within {atol:g}), found sums such as "
-                         f"{float(bad.flat[0]):.6g}; divide counts by their total (and for tables use "
-                         "flatten_tables)")
-    return arr
+    return _check_distribution(p, name, atol=atol)
 
 
 def _pair(p, p_hat) -> tuple[np.ndarray, np.ndarray]:
@@ -95,11 +80,16 @@ def _pair(p, p_hat) -> tuple[np.ndarray, np.ndarray]:
                          "broadcast; pass arrays of the same shape, or one distribution against a batch") from e
 
 
+#: Smallest smoothing constant: the smallest normal float64 (below it, 1/eps and the measures overflow).
+_EPS_MIN = float(np.finfo(np.float64).tiny)
+
+
 def resolve_eps(sample_size=None, eps=None) -> float:
     """The smoothing constant: ``eps`` if given, else ``1 / (2 * sample_size)`` (the paper's Sect. 4.3 rule).
 
-    Raises ValueError if neither or both are given, or if ``eps`` is not a finite number > 0 or
-    ``sample_size`` not an integer >= 1; TypeError for non-numeric values.
+    Raises ValueError if neither or both are given, or if ``eps`` is not a finite number >= the smallest
+    normal float (about 2.2e-308; smaller values make the smoothed measures inf or NaN) or ``sample_size``
+    not an integer in 1..1/(2 * that); TypeError for non-numeric values.
     """
     if (sample_size is None) == (eps is None):
         raise ValueError("smoothed EMQs (RAE, NRAE, DR, KLD, NKLD, PD) need exactly one of sample_size "
@@ -108,14 +98,12 @@ def resolve_eps(sample_size=None, eps=None) -> float:
     if eps is not None:
         if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)):
             raise TypeError(f"eps must be a float, got {type(eps).__name__}")
-        if not (math.isfinite(eps) and eps > 0):
-            raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+        if not (math.isfinite(eps) and eps >= _EPS_MIN):
+            raise ValueError(f"eps must be a finite number >= {_EPS_MIN:.3g} (smaller values overflow the smoothed "
+                             f"measures to inf/NaN), got {eps!r}")
         return float(eps)
-    if isinstance(sample_size, bool) or not isinstance(sample_size, (int, np.integer)):
-        raise TypeError(f"sample_size must be an int (the number of items |sigma|), got {type(sample_size).__name__}")
-    if sample_size < 1:
-        raise ValueError(f"sample_size must be >= 1, got {sample_size}")
-    return 1.0 / (2.0 * int(sample_size))
+    sample_size = check_int(sample_size, "sample_size", max_value=int(0.5 / _EPS_MIN))
+    return 1.0 / (2.0 * sample_size)
 
 
 def smooth(p, eps: float) -> np.ndarray:
@@ -606,11 +594,10 @@ def _scenario_batches(prop, grid, n_random, classes, seed, scenarios):
     if scenarios is not None:
         return _explicit(prop, scenarios), f"{len(scenarios)} explicit scenario(s)"
     for arg, val in (("grid", grid), ("n_random", n_random), ("seed", seed)):
-        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 0:
-            raise ValueError(f"{arg} must be a non-negative int, got {val!r}")
+        check_int(val, arg, min_value=0)
     classes = tuple(classes)
-    if any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 2 for c in classes):
-        raise ValueError(f"classes must be codeframe sizes >= 2, got {classes}")
+    for c in classes:
+        check_int(c, "classes (codeframe sizes)", min_value=2)
     rng = np.random.default_rng(seed)
     batches = list(_gen_binary(prop, grid))
     sizes = [c for c in classes if not (prop == "IND" and c < 3)]

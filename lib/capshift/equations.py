@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import check_finite_array, check_int
 from .tables import check_table, predicted_prevalence, true_prevalence
 
 __all__ = [
@@ -139,11 +140,14 @@ def governing_system(val_table, groups=(1, 2, 3, 4), drop_class: int | None = No
     """
     R = validation_rates(val_table)
     n = R.shape[0]
-    groups = tuple(groups)
-    if not groups or any(g not in GROUPS for g in groups):
-        raise ValueError(f"groups must be a non-empty subset of {sorted(GROUPS)}, got {groups}")
-    if drop_class is not None and not 0 <= drop_class < n:
-        raise ValueError(f"drop_class must be None or a class index in 0..{n - 1}, got {drop_class}")
+    try:
+        groups = tuple(groups)
+    except TypeError:
+        raise TypeError(f"groups must be a sequence of group ids from {sorted(GROUPS)}, got {groups!r}") from None
+    if not groups or any(isinstance(g, bool) or g not in GROUPS for g in groups) or len(set(groups)) != len(groups):
+        raise ValueError(f"groups must be a non-empty subset of {sorted(GROUPS)} without repeats, got {groups}")
+    if drop_class is not None:
+        drop_class = check_int(drop_class, "drop_class", min_value=0, max_value=n - 1)
     keep = [c for c in range(n) if c != drop_class]
     cell = np.arange(n * n).reshape(n, n)
     rows, cols, vals, b0, G, H, grp, idx = [], [], [], [], [], [], [], []
@@ -181,7 +185,12 @@ def governing_system(val_table, groups=(1, 2, 3, 4), drop_class: int | None = No
 
 
 def system_rank(system: GoverningSystem, tol: float | None = None) -> int:
-    """Numerical rank of the system matrix (SVD of the dense matrix; fine up to a few hundred classes)."""
+    """Numerical rank of the system matrix (SVD of the dense matrix; fine up to a few hundred classes).
+
+    TypeError if ``system`` is not a :class:`GoverningSystem` (build one with :func:`governing_system`)."""
+    if not isinstance(system, GoverningSystem):
+        raise TypeError(f"system must be a GoverningSystem (from governing_system(val_table)), got "
+                        f"{type(system).__name__}")
     return int(np.linalg.matrix_rank(system.A.toarray(), tol=tol))
 
 
@@ -216,25 +225,38 @@ def _binary_val(val_table):
     V = check_table(val_table, "val_table")
     if V.shape != (2, 2):
         raise ValueError(f"binary closed forms need a (2, 2) val_table, got {V.shape}")
+    validation_rates(V)  # both classes must occur in V (else tpr or fpr is undefined)
     (tn, fp), (fn, tp) = V
     return tn, fp, fn, tp
+
+
+def _fractions(**arrays):
+    """Each argument as a finite float array in [0, 1] (ValueError naming it otherwise), broadcast together."""
+    out = [check_finite_array(v, k, low=0.0, high=1.0) for k, v in arrays.items()]
+    return np.broadcast_arrays(*out)
 
 
 def binary_table_closed_form(tpr, gamma_pos, q_pos) -> np.ndarray:
     """LEAP_ACC's binary test table, Eq. 24, in the project convention; shape (..., 2, 2).
 
     ``TN = 1 - gamma + q (tpr - 1)``, ``FN = q (1 - tpr)``, ``FP = gamma - q tpr``, ``TP = q tpr``.
-    Arguments broadcast. Cells may be negative when the inputs are inconsistent (that is what the
-    constrained solve of Sect. 4.5 fixes).
+    Arguments are fractions in [0, 1] (ValueError naming the argument otherwise, NaN included) and
+    broadcast. Cells may be negative when the inputs are inconsistent with each other (that is what
+    the constrained solve of Sect. 4.5 fixes).
     """
-    tpr, g, q = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (tpr, gamma_pos, q_pos)))
+    tpr, g, q = _fractions(tpr=tpr, gamma_pos=gamma_pos, q_pos=q_pos)
     tn, fn, fp, tp = 1 - g + q * (tpr - 1), q * (1 - tpr), g - q * tpr, q * tpr
     return np.stack([np.stack([tn, fp], -1), np.stack([fn, tp], -1)], -2)
 
 
 def binary_accuracy_closed_form(tpr, gamma_pos, q_pos):
-    """Accuracy of the Eq. 24 table, Eq. 26: ``1 + q (2 tpr - 1) - gamma``."""
-    return 1 + np.asarray(q_pos, float) * (2 * np.asarray(tpr, float) - 1) - np.asarray(gamma_pos, float)
+    """Accuracy of the Eq. 24 table, Eq. 26: ``1 + q (2 tpr - 1) - gamma``.
+
+    Arguments are fractions in [0, 1] (ValueError otherwise). The value leaves [0, 1] only when the
+    inputs are inconsistent with each other (the table of Eq. 24 then has negative cells).
+    """
+    tpr, g, q = _fractions(tpr=tpr, gamma_pos=gamma_pos, q_pos=q_pos)
+    return (1 + q * (2 * tpr - 1) - g)[()]
 
 
 def binary_accuracy_from_validation(val_table, gamma_pos):
@@ -247,13 +269,15 @@ def binary_accuracy_from_validation(val_table, gamma_pos):
     det = tn * tp - fp * fn
     if np.isclose(det, 0.0):
         raise ValueError("val_table has tpr == fpr (TN*TP == FP*FN): Eq. 27 is undefined")
-    g = np.asarray(gamma_pos, dtype=float)
+    (g,) = _fractions(gamma_pos=gamma_pos)
     return (g * (tn + fp) - fp) * (tp - fn) / det + 1 - g
 
 
 def binary_f1_closed_form(tpr, gamma_pos, q_pos):
-    """F1 of the Eq. 24 table, Eq. 30: ``2 q tpr / (gamma + q)`` (1 where gamma + q = 0)."""
-    tpr, g, q = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (tpr, gamma_pos, q_pos)))
+    """F1 of the Eq. 24 table, Eq. 30: ``2 q tpr / (gamma + q)`` (1 where gamma + q = 0).
+
+    Arguments are fractions in [0, 1] (ValueError otherwise)."""
+    tpr, g, q = _fractions(tpr=tpr, gamma_pos=gamma_pos, q_pos=q_pos)
     out = np.ones(g.shape)
     np.divide(2 * q * tpr, g + q, out=out, where=(g + q) > 0)
     return out if out.ndim else float(out)
@@ -262,12 +286,14 @@ def binary_f1_closed_form(tpr, gamma_pos, q_pos):
 def binary_f1_from_validation(val_table, gamma_pos):
     """Eq. 30 with q from ACC (Eq. 19), written with V's cells as in Eq. 31 of the paper.
 
-    See the governing-equations chapter for how this compares with the printed Eq. 31.
+    See the governing-equations chapter for how this compares with the printed Eq. 31. ``q`` is
+    clipped to [0, 1], as ACC's estimate is. Raises ValueError for a class absent from V, tpr == fpr,
+    or ``gamma_pos`` outside [0, 1].
     """
     tn, fp, fn, tp = _binary_val(val_table)
     tpr, fpr = tp / (tp + fn), fp / (fp + tn)
     if np.isclose(tpr, fpr):
         raise ValueError("val_table has tpr == fpr: ACC (Eq. 19) is undefined")
-    g = np.asarray(gamma_pos, dtype=float)
-    q = (g - fpr) / (tpr - fpr)
+    (g,) = _fractions(gamma_pos=gamma_pos)
+    q = np.clip((g - fpr) / (tpr - fpr), 0.0, 1.0)
     return binary_f1_closed_form(tpr, g, q)

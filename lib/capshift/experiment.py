@@ -8,11 +8,11 @@ once; every sample then only aggregates its slice, and every method that uses th
 shares its estimate (LEAP-family methods get ``(gamma, q-hat)`` through
 ``tables_from_prevalences``).
 
-Methods are named as in the paper's tables: ``Naive`` and ``<variant>_<quantifier>`` with variant
-``S-LEAP``, ``LEAP`` or ``O-LEAP`` and quantifier ``ACC``, ``KDEy``, ``CC``, ``SLD`` or ``oracle``
-(e.g. ``LEAP_ACC``, ``O-LEAP_KDEy``, ``S-LEAP_oracle``), plus every name in :data:`EXTRA_METHODS`
-(factories ``(classifier, random_state) -> estimator`` that other modules register, e.g. the
-baselines). Methods without the shared ``tables_from_prevalences`` path are evaluated through
+Methods are named as in the paper's tables, by the names of :data:`capshift.registry.METHODS`:
+``Naive`` and ``<variant>_<quantifier>`` with variant ``S-LEAP``, ``LEAP`` or ``O-LEAP`` and quantifier
+``ACC``, ``KDEy``, ``CC``, ``SLD`` or ``oracle`` (e.g. ``LEAP_ACC``, ``O-LEAP_KDEy``, ``S-LEAP_oracle``),
+the baselines and the QuAcc variants. Methods whose class declares ``shared_prevalence_path = True``
+get ``(gamma, q-hat)`` through ``tables_from_prevalences``; the others are evaluated through
 ``predict_measures`` with h's posteriors on each sample, sliced from one ``predict_proba`` of U;
 a method asked for a measure it does not support (``supports``) gets no rows for that measure.
 """
@@ -32,15 +32,15 @@ from sklearn.svm import SVC
 from sklearn.ensemble import RandomForestClassifier
 from tqdm import tqdm
 
-from . import baselines, datasets, protocols, quacc
-from .baselines import Naive
-from .leap import LEAP, OLEAP, SLEAP
+from . import datasets, protocols, registry
+from ._validation import check_fraction, check_int, check_seed
+from .leap import SOLVERS
 from .quantifiers import QUANTIFIERS, Quantifier
 from .tables import contingency_table, get_measure
 
-__all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "EXTRA_METHODS", "quacc_train_prevalences", "run_quacc_protocol", "make_classifier", "make_method", "run_experiment",
-           "run_many", "summarise", "SHIFT_QUANTIFIERS", "SHIFT_CAP_METHODS", "SHIFT_GRID", "make_shift_quantifier",
-           "run_shift_quantifiers", "run_shift_cap", "wilcoxon_marks"]
+__all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "quacc_train_prevalences", "run_quacc_protocol", "make_classifier",
+           "make_method", "run_experiment", "run_many", "summarise", "SHIFT_QUANTIFIERS", "SHIFT_CAP_METHODS",
+           "SHIFT_GRID", "make_shift_quantifier", "run_shift_quantifiers", "run_shift_cap", "wilcoxon_marks"]
 
 #: Classifier names of the LEAP paper (Sect. 5.4): scikit-learn defaults, k = 10 for kNN, RBF SVM
 #: with Platt posteriors, MLP with hidden layers (100, 15) as the paper states.
@@ -55,15 +55,6 @@ CLASSIFIERS = {
 #: The LEAP-family columns of the paper's Tables 1-2 (plus the Naive baseline).
 DEFAULT_METHODS = ("Naive", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy")
 
-_VARIANTS = {"S-LEAP": SLEAP, "LEAP": LEAP, "O-LEAP": OLEAP}
-
-#: Further methods by name: ``name -> factory(classifier, random_state) -> unfitted CAPEstimator``,
-#: gathered from the ``METHODS`` dict of the method modules (:mod:`capshift.baselines`, ...).
-EXTRA_METHODS: dict = {}
-for _module in (baselines, quacc):
-    EXTRA_METHODS.update(getattr(_module, "METHODS", {}))
-
-
 def make_classifier(name: str, random_state=0):
     """An unfitted classifier by the paper's name (:data:`CLASSIFIERS`); ValueError for unknown names."""
     if name not in CLASSIFIERS:
@@ -71,27 +62,43 @@ def make_classifier(name: str, random_state=0):
     return CLASSIFIERS[name](random_state)
 
 
-def _parse_method(name: str):
-    """('Naive', None) or (estimator class, quantifier key) for a method name."""
-    if name == "Naive":
-        return Naive, None
-    if name in EXTRA_METHODS:
-        return EXTRA_METHODS[name], None
-    variant, sep, quant = name.rpartition("_")
-    if not sep or variant not in _VARIANTS or quant.lower() not in QUANTIFIERS:
-        raise ValueError(f"unknown method {name!r}: use 'Naive' or '<S-LEAP|LEAP|O-LEAP>_<ACC|KDEy|CC|SLD|oracle>'")
-    return _VARIANTS[variant], quant.lower()
+def make_method(name: str, classifier, quantifier=None, solver="osqp", random_state=0, **params):
+    """An unfitted CAP estimator for a registered method name (:func:`capshift.registry.make_method`).
+
+    ``quantifier`` (e.g. a fitted, shared :class:`capshift.quantifiers.Quantifier`) overrides the one in the
+    name; ``solver`` is passed to the methods that have one (the LEAP family); ``params`` override other
+    constructor parameters. Raises ValueError for an unknown name or parameter.
+    """
+    spec = registry.get(name)
+    accepted = spec.cls._get_param_names()
+    if quantifier is not None:
+        params["quantifier"] = quantifier
+    if "solver" in accepted:
+        params.setdefault("solver", solver)
+    return spec.make(classifier, random_state=random_state, **params)
 
 
-def make_method(name: str, classifier, quantifier=None, solver="osqp", random_state=0):
-    """An unfitted CAP estimator for a method name; ``quantifier`` overrides the one in the name."""
-    cls, qname = _parse_method(name)
-    if cls is Naive:
-        return Naive(classifier, random_state=random_state)
-    if qname is None:
-        return cls(classifier, random_state)
-    return cls(classifier, quantifier=qname if quantifier is None else quantifier, solver=solver,
-               random_state=random_state)
+def _check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver):
+    """Validate run_experiment's arguments up front, with messages naming them; returns the method specs."""
+    if classifier not in CLASSIFIERS:
+        raise ValueError(f"unknown classifier {classifier!r}; choose one of {sorted(CLASSIFIERS)}")
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise TypeError(f"methods must be a list of method names, got {methods!r}; e.g. methods=[{methods!r}]")
+    methods = list(methods)
+    if not methods:
+        raise ValueError("methods is empty: name at least one method (see capshift.registry.names())")
+    if protocol not in ("upp", "app"):
+        raise ValueError(f"protocol must be 'upp' or 'app', got {protocol!r}")
+    check_int(n_samples, "n_samples")
+    check_int(sample_size, "sample_size")
+    check_seed(seed, "seed")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    if isinstance(measures, str):
+        measures = [measures]
+    for m in measures:
+        get_measure(m)
+    return [(name, registry.get(name)) for name in methods], list(measures)
 
 
 def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, protocol: str = "upp",
@@ -112,7 +119,7 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
         grid (binary), repeated until ``n_samples`` samples.
     n_samples, sample_size : int
         Number and size of the test samples drawn from U. Methods trained on validation samples
-        (a ``val_sample_size`` parameter: DoC, DS, NN, RCA*) get samples of the same size.
+        (DoC, DS, NN, RCA*) draw them at the test samples' size.
     measures : sequence of str
         Measures to predict (names of :data:`capshift.tables.MEASURES`).
     seed : int
@@ -128,10 +135,11 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
         Sect. 5.13), ``measure, true, predicted, ae, path`` (LEAP solve path or ""), ``seconds``
         (per-sample prediction time, including the quantifier's share).
     """
+    specs, measures = _check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver)
     split = datasets.load(dataset, seed=seed) if isinstance(dataset, str) else dataset
     n = split.n_classes
-    for m in measures:
-        get_measure(m)
+    if sample_size < n:
+        raise ValueError(f"sample_size={sample_size} is smaller than the {n} classes of {split.name!r}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         h = make_classifier(classifier, seed).fit(split.X_L, split.y_L)
@@ -141,8 +149,6 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
     elif protocol == "app":
         reps = max(1, int(np.ceil(n_samples / 21)))
         idx = protocols.app_indices(split.y_U, sample_size, repeats=reps, seed=seed, n_classes=n)[:n_samples]
-    else:
-        raise ValueError(f"protocol must be 'upp' or 'app', got {protocol!r}")
     k = len(idx)
 
     pred_U = np.asarray(h.predict(split.X_U))
@@ -153,7 +159,11 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
     val_prev = np.bincount(split.y_V, minlength=n) / len(split.y_V)
     shift = np.abs(true_prev - val_prev).sum(axis=1)
 
-    specs = [(name, *_parse_method(name)) for name in methods]
+    def shared_quantifier(spec):  # the quantifier name of a method on the shared (gamma, q-hat) path, or None
+        q = spec.params.get("quantifier")
+        return q if spec.cls.shared_prevalence_path and isinstance(q, str) and q in QUANTIFIERS else None
+
+    specs = [(name, spec, shared_quantifier(spec)) for name, spec in specs]
     quantifiers, q_hat, q_secs = {}, {}, {}
     for qname in sorted({q for _, _, q in specs if q is not None}):
         quant = Quantifier(qname, classifier=h, random_state=seed).fit(split.X_V, split.y_V, n)
@@ -167,15 +177,13 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
 
     post_U = h.predict_proba(split.X_U) if hasattr(h, "predict_proba") else None
     rows = []
-    for name, cls, qname in tqdm(specs, desc=f"{split.name}: methods", disable=not progress, leave=False):
+    for name, spec, qname in tqdm(specs, desc=f"{split.name}: methods", disable=not progress, leave=False):
         est = make_method(name, h, quantifier=quantifiers.get(qname), solver=solver, random_state=seed)
-        if "val_sample_size" in est.get_params():  # methods trained on validation samples: same size as the test's
-            est.set_params(val_sample_size=sample_size)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             est.fit(split.X_V, split.y_V)
         predictions = {}
-        if getattr(est, "tables_from_prevalences", None) is not None:  # shared (gamma, q-hat) path
+        if spec.cls.shared_prevalence_path:  # the shared (gamma, q-hat) path
             t0 = time.perf_counter()
             tables = est.tables_from_prevalences(gamma, q_hat.get(qname, true_prev))
             secs = (time.perf_counter() - t0) / k + q_secs.get(qname, 0.0)
@@ -225,6 +233,10 @@ def summarise(results: pd.DataFrame, by=("dataset", "method")) -> pd.DataFrame:
     Average std of Tables 1-2 to within 0.001).
     """
     by = list(by)
+    need = set(by) | {"ae"}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        have = sorted(results.columns) if isinstance(results, pd.DataFrame) else type(results).__name__
+        raise ValueError(f"results must be a DataFrame from run_experiment with columns {sorted(need)}; got {have}")
     g = results.groupby(by, sort=False)["ae"].agg(["mean", lambda x: x.std(ddof=0)]).set_axis(["mean", "std"], axis=1)
     g = g.unstack(by[-1])
     means, stds = g["mean"], g["std"]
@@ -243,8 +255,10 @@ def quacc_train_prevalences(n_classes: int, n_train: int = 9, seed: int = 0, flo
     ``(1 - floor) p + floor / n``, so that every class keeps a share >= floor / n and h and the CAP methods
     see every class (the paper does not say how it avoids empty classes). Raises ValueError on bad input.
     """
-    if n_classes < 2 or n_train < 1 or not 0 <= floor < 1:
-        raise ValueError(f"need n_classes >= 2, n_train >= 1 and floor in [0, 1), got {n_classes}, {n_train}, {floor}")
+    n_classes = check_int(n_classes, "n_classes", min_value=2)
+    n_train = check_int(n_train, "n_train")
+    check_seed(seed, "seed")
+    floor = check_fraction(floor, "floor", 0.0, 1.0, closed="left")
     if n_classes == 2:
         pos = np.linspace(0.1, 0.9, n_train) if n_train > 1 else np.array([0.5])
         return np.column_stack([1 - pos, pos])
@@ -271,10 +285,13 @@ def run_quacc_protocol(dataset, classifier: str = "lr", methods=("Naive", "LEAP_
     sample's prevalence) with two more columns, ``train_index`` (t) and ``train_prev`` (tuple).
     Raises ValueError/TypeError for bad arguments (see :func:`run_experiment`).
     """
+    if train_size is not None:
+        check_fraction(train_size, "train_size", 0.0, 1.0, closed="right")
+    check_int(test_repeats, "test_repeats")
+    check_int(n_test_upp, "n_test_upp")
+    _check_run_args(classifier, methods, "upp", 1, sample_size, measures, seed, solver)
     split = datasets.load(dataset, seed=seed) if isinstance(dataset, str) else dataset
     n = split.n_classes
-    if train_size is not None and not 0 < train_size <= 1:
-        raise ValueError(f"train_size must be a fraction in (0, 1], got {train_size!r}")
     prevs = quacc_train_prevalences(n, n_train, seed)
     frac = 1.0 if train_size is None else float(train_size)
 
@@ -420,7 +437,8 @@ def _cap_trial(protocol, t, methods, classifier, measure, val_prop):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if name.split("_")[-1] == "KDEy" and name.split("_")[0] in _VARIANTS:
+            spec = registry.get(name)
+            if spec.family == "leap" and spec.params.get("quantifier") == "kdey":
                 if shared is None:  # one KDEy fit shared by the LEAP family (as the main runner does)
                     shared = Quantifier("kdey", h, random_state=seed).fit(X[va], y[va], 2)
                 est = make_method(name, h, quantifier=shared, random_state=seed)
@@ -449,14 +467,13 @@ def run_shift_cap(protocol, methods=SHIFT_CAP_METHODS, classifier: str = "lr", m
     """
     if getattr(protocol, "n_classes_", 2) != 2:
         raise ValueError("run_shift_cap expects a binary protocol")
-    if isinstance(val_prop, bool) or not isinstance(val_prop, float) or not 0 < val_prop < 1:
-        raise ValueError(f"val_prop must be a float in (0, 1), got {val_prop!r}")
+    check_fraction(val_prop, "val_prop")
     if isinstance(methods, str):
         methods = (methods,)
     make_classifier(classifier)
     get_measure(measure)
     for name in methods:
-        _parse_method(name)
+        registry.get(name)  # unknown names fail before any work
     trials = tqdm(range(protocol.n_trials), desc=type(protocol).__name__, disable=not progress)
     frames = Parallel(n_jobs=n_jobs)(delayed(_cap_trial)(protocol, t, tuple(methods), classifier, measure, val_prop)
                                      for t in trials)

@@ -117,6 +117,11 @@ class TableSolver:
         self.lu = lu_factor(self.system.A.toarray()) if method == "leap" else None
         self._lsq = None
 
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_lsq"] = None  # the OSQP workspace does not pickle; rebuilt on first use
+        return state
+
     def _constrained(self, B):
         """Constrained minimisers for the right-hand sides B, shape (k, m) -> (k, n²)."""
         if self._lsq is None:  # built lazily: LEAP often never needs it
@@ -205,6 +210,7 @@ class _LEAPEstimator(CAPEstimator):
     """Shared fit/predict of the LEAP family: a quantifier, then a table from (gamma, q-hat)."""
 
     _method = None  # "sleap", "leap" or "oleap"
+    shared_prevalence_path = True
 
     def __init__(self, classifier, quantifier="kdey", measure="accuracy", solver=DEFAULT_SOLVER, random_state=None):
         super().__init__(classifier, measure=measure, random_state=random_state)
@@ -212,6 +218,8 @@ class _LEAPEstimator(CAPEstimator):
         self.solver = solver
 
     def _fit(self, X_val, y_val):
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         self.quantifier_ = make_quantifier(self.quantifier, self.classifier, self.random_state)
         if not self.quantifier_.is_fitted:  # a fitted capshift Quantifier can be shared between methods
             self.quantifier_.fit(X_val, y_val, self.n_classes_)
@@ -224,7 +232,7 @@ class _LEAPEstimator(CAPEstimator):
         else:
             self.solver_ = TableSolver(self.val_table_, self._method, self.solver)
 
-    def _predict_tables(self, samples, prevalences):
+    def _predict_tables(self, samples, prevalences, posteriors=None):
         g = np.stack([self._pred_prev(X) for X in samples])
         q = np.stack([self.quantifier_.quantify(X, None if prevalences is None else prevalences[i])
                       for i, X in enumerate(samples)])
@@ -237,8 +245,14 @@ class _LEAPEstimator(CAPEstimator):
         quantifier's estimate of a sample are computed once and shared by every method.
         """
         self._check_fitted()
+        n = self.n_classes_
+        est_prev = np.atleast_2d(check_prevalence(est_prev, n, "est_prev"))
+        pred_prev = np.atleast_2d(check_prevalence(pred_prev, n, "pred_prev"))
+        if pred_prev.shape != est_prev.shape:
+            raise ValueError(f"pred_prev and est_prev must have the same shape (k, {n}), got {pred_prev.shape} "
+                             f"and {est_prev.shape}")
         if self.solver_ is None:
-            tables = sleap_table(self.val_table_, np.atleast_2d(est_prev))
+            tables = sleap_table(self.val_table_, est_prev)
             self.paths_ = np.full(len(tables), "scaling", dtype=object)
             return tables
         tables, self.paths_ = self.solver_.solve(pred_prev, est_prev)

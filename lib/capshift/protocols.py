@@ -20,21 +20,17 @@ from quapy.data import LabelledCollection
 from quapy.protocol import APP
 from quapy.util import temp_seed
 
+from ._validation import check_distribution, check_int, check_seed
+
 __all__ = ["upp_indices", "upp_prevalences", "app_indices", "app_prevalences", "sample_at", "sample_prevalence"]
 
 
 def _pos_int(value, arg: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{arg} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{arg} must be >= 1, got {value}")
-    return int(value)
+    return check_int(value, arg, min_value=1)
 
 
 def _seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise TypeError(f"seed must be a non-negative int (None would make the samples irreproducible), got {seed!r}")
-    return int(seed)
+    return check_seed(seed, "seed")
 
 
 def _collection(y, n_classes) -> LabelledCollection:
@@ -131,9 +127,9 @@ def sample_at(y, prevalence, size: int, seed: int) -> np.ndarray:
     (QuAcc 2025, Sect. "Evaluation Protocol"). Raises ValueError for labels outside 0..n-1, a
     class absent from ``y``, a bad ``size`` or ``seed``, or a prevalence that is not a distribution.
     """
-    prevalence = np.asarray(prevalence, dtype=float)
-    if prevalence.ndim != 1 or np.any(prevalence < 0) or not np.isclose(prevalence.sum(), 1.0):
-        raise ValueError(f"prevalence must be a 1-d distribution over the classes, got {prevalence}")
+    prevalence = check_distribution(prevalence, "prevalence")
+    if prevalence.ndim != 1:
+        raise ValueError(f"prevalence must be a 1-d distribution over the classes, got shape {prevalence.shape}")
     lc = _collection(y, len(prevalence))
     with temp_seed(_seed(seed)):
         return lc.sampling_index(_pos_int(size, "size"), *prevalence)
@@ -145,14 +141,19 @@ def sample_prevalence(y, idx, n_classes: int) -> np.ndarray:
 
     ``y``: int array (m,) of class codes 0..n_classes-1; ``idx``: int array of indices into ``y`` (e.g. one
     array of :func:`upp_indices`). Raises TypeError/ValueError for a non-int or < 1 ``n_classes``,
-    ValueError for an empty sample or a class code outside 0..n_classes-1 (which would otherwise be left
-    out of the fractions), IndexError for indices outside ``y``.
+    ValueError for an empty sample, indices outside ``y`` or a class code outside 0..n_classes-1 (which
+    would otherwise be left out of the fractions).
     """
     n = _pos_int(n_classes, "n_classes")
     idx = np.asarray(idx)
+    y = np.asarray(y)
     if idx.size == 0:
         raise ValueError("idx is empty: the prevalence of an empty sample is undefined")
-    labels = np.asarray(y)[idx]
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"idx must hold integer indices into y, got dtype {idx.dtype}")
+    if idx.min() < -len(y) or idx.max() >= len(y):
+        raise ValueError(f"idx holds indices outside 0..{len(y) - 1} (y has {len(y)} items)")
+    labels = y[idx]
     if labels.min() < 0 or labels.max() >= n:
         raise ValueError(f"y[idx] holds class codes {labels.min()}..{labels.max()}, outside 0..{n - 1} (n_classes={n})")
     return F.prevalence_from_labels(labels, np.arange(n))

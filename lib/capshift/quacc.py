@@ -5,8 +5,9 @@ Holds the three QuAcc variants of the paper (Intelligenza Artificiale 2025, Sect
 class, over the n true classes) and :class:`QuAcc1xNp1` (n "correct" cells plus one merged "error" cell);
 the extra covariates of Sect. "Adding Covariates" (:func:`max_confidence`, :func:`negative_entropy`,
 :func:`max_inverse_softmax`, :func:`augment_features`); the relabelling :func:`cell_labels`; the model
-selection of Sect. "Configuring QuAcc" (:class:`QuAccGridSearch`); and :data:`METHODS` (names for the
-experiment runner).
+selection of Sect. "Configuring QuAcc" (:class:`QuAccGridSearch`, and :class:`QuAccSelected`, the
+model-selected QuAcc of the paper's tables). The runner names (``QuAcc<variant>_<quantifier>``,
+``QuAcc(<quantifier>)``) are registered in :mod:`capshift.registry`.
 
 Relabelling (the paper's codeframe 𝒞 = 𝒴 × 𝒴): an item of true class i that the classifier h predicts as j
 gets the cell label ``i * n + j`` (row-major, so the estimated cell prevalences reshape directly into the
@@ -34,15 +35,16 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import ParameterGrid, train_test_split
 
-from .base import CAPEstimator, check_classifier, check_sample
+from ._validation import check_fraction, check_int, check_seed, check_X
+from .base import CAPEstimator, check_posteriors
 from .protocols import upp_indices  # sampling of the grid search's scoring samples (QuaPy's UPP)
-from .baselines import check_posteriors, max_confidence, negative_entropy  # shared with ATC
+from .baselines import max_confidence, negative_entropy  # shared with ATC
 from .quantifiers import resolve_quantifier
 from .tables import contingency_table, get_measure
 
 __all__ = ["COVARIATES", "QUANTIFIERS", "max_confidence", "negative_entropy", "max_inverse_softmax",
            "augment_features", "cell_labels", "QuAcc1xN2", "QuAccNxN", "QuAcc1xNp1", "QuAccGridSearch",
-           "SMALL_GRID", "PAPER_GRID", "paper_grid", "METHODS"]
+           "QuAccSelected", "SMALL_GRID", "PAPER_GRID", "paper_grid", "VARIANTS"]
 
 #: Names of the extra covariates (paper, Sect. "Adding Covariates").
 COVARIATES = ("mc", "ne", "mis")
@@ -58,7 +60,9 @@ def max_inverse_softmax(posteriors, eps: float = _EPS) -> np.ndarray:
     The inverse softmax is centred by ``c = -(1/n) sum_j log p_j`` as in the paper. Posteriors are floored
     at ``eps`` (default 1e-12) inside the logarithm so that a zero posterior gives a large finite value,
     never inf or NaN. ``posteriors``: float (m, n). Returns float (m,) >= 0 (0 for the uniform row).
+    Raises ValueError for invalid posteriors or an ``eps`` outside (0, 1).
     """
+    eps = check_fraction(eps, "eps", 0.0, 1.0)
     P = check_posteriors(posteriors)
     logP = np.log(np.clip(P, eps, None))
     return (logP - logP.mean(axis=1, keepdims=True)).max(axis=1)
@@ -109,8 +113,7 @@ def augment_features(X, posteriors, covariates=()):
     """
     cov = _check_covariates(covariates)
     P = check_posteriors(posteriors)
-    if not hasattr(X, "shape") or len(X.shape) != 2:
-        raise ValueError(f"X must be a 2-d array or sparse matrix, got {type(X).__name__}")
+    X = check_X(X, "X")
     if X.shape[0] != P.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but posteriors has {P.shape[0]}; pass the posteriors of X's items")
     extra = np.column_stack([P] + [_COV_FUN[c](P) for c in cov])
@@ -165,6 +168,7 @@ class _QuAcc(CAPEstimator):
     """Shared fit/predict of the QuAcc variants; subclasses set ``_variant`` and ``_table``."""
 
     _variant = None
+    needs_proba = True
 
     def __init__(self, classifier, quantifier="sld", measure="accuracy", C=1.0, class_weight=None,
                  recalib=None, bandwidth=0.1, covariates=False, random_state=None):
@@ -193,8 +197,7 @@ class _QuAcc(CAPEstimator):
                 return EMQ(lr, val_split=None)
             # QuaPy's EMQ.EMQ_BCTS recipe (Alexandari et al. 2020); a failing calibrator is skipped
             return EMQ(lr, val_split=5, exact_train_prev=False, calib=self.recalib, on_calib_error="backup")
-        if not (isinstance(self.bandwidth, (int, float)) and self.bandwidth > 0):
-            raise ValueError(f"bandwidth must be a positive float (KDEy kernel bandwidth), got {self.bandwidth!r}")
+        check_fraction(self.bandwidth, "bandwidth", 0.0, np.inf)  # KDEy kernel bandwidth > 0
         return KDEyML(lr, val_split=5, bandwidth=float(self.bandwidth), random_state=self.random_state)
 
     def _fit_one(self, Xh, labels):
@@ -212,8 +215,8 @@ class _QuAcc(CAPEstimator):
     def _features(self, X, posteriors=None):
         if posteriors is None:  # fit() checked that h has predict_proba
             posteriors = self.classifier.predict_proba(X)
-        posteriors = np.asarray(posteriors, dtype=float)
-        if posteriors.shape != (X.shape[0], self.n_classes_):
+        posteriors = check_posteriors(posteriors, self.n_classes_, "posteriors")
+        if posteriors.shape[0] != X.shape[0]:
             raise ValueError(f"posteriors must have shape ({X.shape[0]}, {self.n_classes_}), got {posteriors.shape}")
         return augment_features(X, posteriors, self.covariates), posteriors.argmax(axis=1)
 
@@ -224,7 +227,6 @@ class _QuAcc(CAPEstimator):
         Relabels V's items into cells (:func:`cell_labels`) and trains the quantifier(s) on x̂.
         Raises TypeError for a classifier without ``predict_proba``, ValueError for bad input.
         """
-        check_classifier(self.classifier, need_proba=True)
         _check_covariates(self.covariates)
         return super().fit(X_val, y_val)
 
@@ -248,7 +250,7 @@ class _QuAcc(CAPEstimator):
         aggregating many index sets is what the experiment runner does.
         """
         self._check_fitted()
-        X = check_sample(X)
+        X = check_X(X, "X", n_features=self.n_features_in_)
         Xh, pred = self._features(X, posteriors)
         where = np.zeros(X.shape[0], dtype=np.int64)
         parts = []
@@ -316,26 +318,6 @@ class _QuAcc(CAPEstimator):
         cl = self.classify(pool, post)
         ends = np.cumsum(sizes)
         return np.stack([self.aggregate(cl, np.arange(e - s, e)) for s, e in zip(sizes, ends)])
-
-    def predict_batch(self, samples, measure=None, prevalences=None, posteriors=None) -> np.ndarray:
-        """Estimated ``measure`` for each of k samples, shape (k,).
-
-        ``posteriors``: optional list of h's posterior matrices (m_k, n), one per sample (used instead of
-        calling h again). All samples are classified in one pass and aggregated one by one.
-        """
-        measure = self.measure if measure is None else measure
-        self._check_measure(measure)
-        return self.predict_measures(samples, [measure], prevalences, posteriors)[measure]
-
-    def predict_measures(self, samples, measures, prevalences=None, posteriors=None) -> dict:
-        """``{measure: (k,)}`` for the supported ``measures``, from one table estimate per sample."""
-        measures = [m for m in measures if self.supports(m)]
-        if not measures:
-            return {}
-        self._check_fitted()
-        samples = [check_sample(X, f"samples[{i}]") for i, X in enumerate(samples)]
-        tables = self._predict_tables(samples, prevalences, posteriors)
-        return {m: np.asarray(get_measure(m)(tables), dtype=float) for m in measures}
 
 
 class QuAcc1xN2(_QuAcc):
@@ -444,7 +426,9 @@ class QuAcc1xNp1(_QuAcc):
         return T
 
 
-_VARIANTS = {"1xn2": QuAcc1xN2, "nxn": QuAccNxN, "1xn+1": QuAcc1xNp1}
+#: The three variants by their short names (used in the registry names ``QuAcc<variant>_<quantifier>``).
+VARIANTS = {"1xn2": QuAcc1xN2, "nxn": QuAccNxN, "1xn+1": QuAcc1xNp1}
+_VARIANTS = VARIANTS
 
 
 # ----------------------------------------------------------------------------------------------- model selection
@@ -503,6 +487,8 @@ class QuAccGridSearch(CAPEstimator):
     best_estimator_, best_params_ (dict incl. "variant"), best_score_ (mean AE), cv_results_ (list of dicts).
     """
 
+    needs_proba = True
+
     def __init__(self, classifier, estimators=None, param_grid=None, measure="accuracy", holdout=0.4,
                  n_samples=100, sample_size=100, random_state=0):
         super().__init__(classifier, measure=measure, random_state=random_state)
@@ -518,6 +504,9 @@ class QuAccGridSearch(CAPEstimator):
             return est.supports(measure)
         return any(e.supports(measure) for e in self._candidates_estimators())
 
+    def _grid(self):
+        return SMALL_GRID if self.param_grid is None else self.param_grid
+
     def _candidates_estimators(self):
         ests = self.estimators
         if ests is None:
@@ -531,12 +520,12 @@ class QuAccGridSearch(CAPEstimator):
         return ests
 
     def _fit(self, X_val, y_val):
-        if not 0 < self.holdout < 1:
-            raise ValueError(f"holdout must be a fraction in (0, 1), got {self.holdout!r}")
-        if isinstance(self.random_state, bool) or not isinstance(self.random_state, (int, np.integer)):
-            raise TypeError(f"random_state must be an int (model selection draws random samples), got {self.random_state!r}")
+        check_fraction(self.holdout, "holdout", 0.0, 1.0)
+        check_seed(self.random_state, "random_state")  # an int: model selection draws random samples
+        check_int(self.n_samples, "n_samples")
+        check_int(self.sample_size, "sample_size", min_value=self.n_classes_)
         n = self.n_classes_
-        grid = list(ParameterGrid(SMALL_GRID if self.param_grid is None else self.param_grid))
+        grid = list(ParameterGrid(self._grid()))
         y_val = np.asarray(y_val)
         tr, va = train_test_split(np.arange(len(y_val)), test_size=self.holdout, stratify=y_val,
                                   random_state=int(self.random_state))
@@ -567,42 +556,30 @@ class QuAccGridSearch(CAPEstimator):
         self.best_params_ = {k: v for k, v in rec.items() if k != "mae"}
         self.best_estimator_ = clone(cand).set_params(classifier=self.classifier).fit(X_val, y_val)
 
-    def _predict_tables(self, samples, prevalences):
-        return self.best_estimator_._predict_tables(samples, prevalences)
-
-    def predict_batch(self, samples, measure=None, prevalences=None, posteriors=None) -> np.ndarray:
-        """As :meth:`capshift.quacc.QuAcc1xN2.predict_batch`, with the selected estimator."""
-        self._check_fitted()
-        measure = self.measure if measure is None else measure
-        self._check_measure(measure)
-        return self.best_estimator_.predict_batch(samples, measure, prevalences, posteriors)
-
-    def predict_measures(self, samples, measures, prevalences=None, posteriors=None) -> dict:
-        """As :meth:`capshift.quacc.QuAcc1xN2.predict_measures` (one table per sample for all ``measures``),
-        with the selected estimator."""
-        self._check_fitted()
-        return self.best_estimator_.predict_measures(samples, measures, prevalences, posteriors)
+    def _predict_tables(self, samples, prevalences, posteriors=None):
+        return self.best_estimator_._predict_tables(samples, prevalences, posteriors)
 
 
-# ----------------------------------------------------------------------------------------------- runner names
-def _factory(cls, quantifier):
-    return lambda classifier, random_state: cls(classifier, quantifier=quantifier, random_state=random_state)
+class QuAccSelected(QuAccGridSearch):
+    """``QuAcc(<quantifier>)``: :class:`capshift.quacc.QuAccGridSearch` over the three QuAcc variants with
+    ``quantifier`` and :data:`capshift.quacc.SMALL_GRID` (plus BCTS recalibration for SLD), selected on
+    accuracy, as in the QuAcc paper's tables. ``estimators``/``param_grid`` None mean exactly that."""
 
+    def __init__(self, classifier, quantifier="sld", estimators=None, param_grid=None, measure="accuracy",
+                 holdout=0.4, n_samples=100, sample_size=100, random_state=0):
+        super().__init__(classifier, estimators=estimators, param_grid=param_grid, measure=measure,
+                         holdout=holdout, n_samples=n_samples, sample_size=sample_size, random_state=random_state)
+        self.quantifier = quantifier
 
-def _selector(quantifier):
-    def make(classifier, random_state):
-        ests = [cls(classifier, quantifier=quantifier) for cls in _VARIANTS.values()]
+    def _candidates_estimators(self):
+        if self.estimators is not None:
+            return super()._candidates_estimators()
+        return [cls(self.classifier, quantifier=self.quantifier) for cls in VARIANTS.values()]
+
+    def _grid(self):
+        if self.param_grid is not None:
+            return self.param_grid
         grid = dict(SMALL_GRID)
-        if quantifier == "sld":
+        if self.quantifier == "sld":
             grid["recalib"] = [None, "bcts"]
-        return QuAccGridSearch(classifier, estimators=ests, param_grid=grid, random_state=random_state or 0)
-    return make
-
-
-_QNAMES = {"cc": "CC", "sld": "SLD", "kdey": "KDEy"}
-#: Runner names (:data:`capshift.experiment.EXTRA_METHODS`): ``QuAcc<variant>_<quantifier>`` for the variants
-#: with default settings (variant in 1xn2, nxn, 1xn+1; quantifier in CC, SLD, KDEy), and ``QuAcc(<quantifier>)``
-#: for the model-selected QuAcc of the paper's tables (:class:`QuAccGridSearch` over the three variants and
-#: :data:`SMALL_GRID`, plus BCTS for SLD; selected on accuracy).
-METHODS = {f"QuAcc{v}_{_QNAMES[q]}": _factory(cls, q) for v, cls in _VARIANTS.items() for q in _QNAMES}
-METHODS.update({f"QuAcc({_QNAMES[q]})": _selector(q) for q in _QNAMES})
+        return grid

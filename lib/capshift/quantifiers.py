@@ -27,6 +27,9 @@ from quapy.method.aggregative import ACC, CC, EMQ, AggregativeQuantifier, KDEyML
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
+from ._validation import (ATOL, check_classifier, check_distribution, check_every_class, check_fitted, check_fraction,
+                          check_int, check_labels, check_seed, check_X)
+
 __all__ = ["QUANTIFIERS", "Quantifier", "make_quantifier", "check_prevalence", "resolve_quantifier"]
 
 QUANTIFIERS = ("acc", "kdey", "cc", "sld", "oracle")
@@ -50,17 +53,13 @@ def resolve_quantifier(quantifier, choices):
     return key
 
 
-def check_prevalence(prev, n_classes: int, name: str = "prevalence", atol: float = 1e-6) -> np.ndarray:
-    """Validate prevalence vector(s) of shape ``(..., n_classes)``: finite, >= 0, summing to 1."""
-    p = np.asarray(prev, dtype=float)
-    if p.shape[-1:] != (n_classes,):
-        raise ValueError(f"{name} must have shape (..., {n_classes}), got {p.shape}")
-    if not np.all(np.isfinite(p)) or np.any(p < -atol):
-        raise ValueError(f"{name} must hold finite non-negative values, got {p}")
-    if not np.allclose(p.sum(axis=-1), 1.0, atol=atol):
-        raise ValueError(f"{name} must sum to 1 over the last axis (a distribution over the classes), "
-                         f"got sums {np.round(p.sum(axis=-1), 6)}")
-    return np.clip(p, 0.0, None)
+def check_prevalence(prev, n_classes: int, name: str = "prevalence", atol: float = ATOL) -> np.ndarray:
+    """Validate prevalence vector(s) of shape ``(..., n_classes)``: finite, >= 0, summing to 1.
+
+    The one probability-vector check (:func:`capshift._validation.check_distribution`); returns float64,
+    round-off below 0 clipped. TypeError for non-numeric input, ValueError naming ``name`` otherwise.
+    """
+    return check_distribution(prev, name, n_classes=n_classes, atol=atol)
 
 
 class Quantifier:
@@ -98,17 +97,20 @@ class Quantifier:
 
     def _build(self) -> AggregativeQuantifier | None:
         key = resolve_quantifier(self.method, QUANTIFIERS)
+        check_seed(self.random_state, "random_state", allow_none=True)
         if not isinstance(key, str):
             return key
         m = self.method
         if key == "oracle":
             return None
         if key == "kdey":
+            check_fraction(self.bandwidth, "bandwidth", 0.0, np.inf)
             mlp = MLPClassifier(random_state=self.random_state)
             return KDEyML(mlp, val_split=5, bandwidth=self.bandwidth, random_state=self.random_state)
         h = self.classifier
         if h is None:
             raise ValueError(f"quantifier {m!r} reuses the target classifier: pass classifier=")
+        check_classifier(h)
         if key == "sld" and not hasattr(h, "predict_proba"):
             raise TypeError(f"quantifier 'sld' needs posterior probabilities, but {type(h).__name__} has no "
                             "predict_proba; use 'acc' or 'kdey', or a probabilistic classifier")
@@ -117,23 +119,34 @@ class Quantifier:
         return {"acc": ACC, "sld": EMQ}[key](h, fit_classifier=False, val_split=None)
 
     def fit(self, X_val, y_val, n_classes: int):
-        """Fit on V: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n_classes-1. Returns self."""
-        self.n_classes_ = int(n_classes)
-        self.q_ = self._build()
-        if self.q_ is not None:
+        """Fit on V: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n_classes-1, every class present. Returns self.
+
+        Raises ValueError/TypeError for invalid input (:mod:`capshift._validation`), an unknown method or a
+        class absent from V.
+        """
+        n_classes = check_int(n_classes, "n_classes", min_value=2)
+        X_val = check_X(X_val, "X_val")
+        y_val = check_labels(y_val, n_classes, "y_val", n_items=X_val.shape[0])
+        check_every_class(y_val, n_classes, "y_val")
+        self.__dict__.pop("n_classes_", None)  # refitting: unfitted until this fit succeeds
+        q_ = self._build()
+        if q_ is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                self.q_.fit(X_val, y_val)
-            classes = np.asarray(self.q_.classes_)
-            if classes.shape != (self.n_classes_,) or np.any(classes != np.arange(self.n_classes_)):
-                raise ValueError(f"the quantifier's classes {classes.tolist()} are not 0..{self.n_classes_ - 1}: "
+                q_.fit(X_val, y_val)
+            classes = np.asarray(q_.classes_)
+            if classes.shape != (n_classes,) or np.any(classes != np.arange(n_classes)):
+                raise ValueError(f"the quantifier's classes {classes.tolist()} are not 0..{n_classes - 1}: "
                                  "every class must occur in V and labels must be encoded 0..n-1")
+        self.q_, self.n_features_in_, self.n_classes_ = q_, X_val.shape[1], n_classes
         return self
 
     def classify(self, X):
         """Per-item predictions the aggregation needs (QuaPy's ``classify``); None for the oracle."""
         self._check_fitted()
-        return None if self.q_ is None else self.q_.classify(X)
+        if self.q_ is None:
+            return None
+        return self.q_.classify(check_X(X, "X", n_features=self.n_features_in_))
 
     def aggregate(self, predictions, prevalence=None) -> np.ndarray:
         """Prevalence estimate (n,) from one sample's predictions (or the oracle's ``prevalence``)."""
@@ -145,15 +158,16 @@ class Quantifier:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             q = np.asarray(self.q_.aggregate(predictions), dtype=float)
-        return q / q.sum()
+        if not (np.all(np.isfinite(q)) and q.sum() > 0):
+            raise RuntimeError(f"the quantifier {self.name!r} returned an invalid prevalence {q}; check its input")
+        return np.clip(q, 0.0, None) / np.clip(q, 0.0, None).sum()
 
     def quantify(self, X, prevalence=None) -> np.ndarray:
         """Prevalence estimate (n,) of the sample ``X`` (m, d)."""
         return self.aggregate(self.classify(X), prevalence)
 
     def _check_fitted(self):
-        if not self.is_fitted:
-            raise RuntimeError("this Quantifier is not fitted yet: call fit(X_val, y_val, n_classes) first")
+        check_fitted(self, "n_classes_")
 
 
 def make_quantifier(quantifier, classifier, random_state=None) -> Quantifier:

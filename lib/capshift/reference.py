@@ -20,6 +20,7 @@ TABLES = {
     "leap2025_table2": "leap2025_table2_LR_multiclass_acc.csv",
     "leap2025_table4": "leap2025_table4_LR_binary_f1.csv",
     "leap2025_table5": "leap2025_table5_LR_multiclass_f1.csv",
+    "leap2025_table9": "leap2025_table9_SVM_multiclass_acc.csv",  # Appendix A: the only appendix table the text keeps
     "ds2024_table1": "ds2024_table1_allclassifiers_binary_acc.csv",
     "quacc2025_table3": "quacc2025_table3_LR_binary_acc_f1.csv",
     "quacc2025_table4": "quacc2025_table4_LR_multiclass_acc_f1.csv",
@@ -53,7 +54,8 @@ def paper_values(paper: str = "leap2025", measure: str = "acc", classifier: str 
     """Published AE values for one (paper, measure, classifier, task), e.g. LEAP 2025 Table 1 by default.
 
     ``paper``: "leap2025", "ds2024" or "quacc2025"; ``measure``: "acc" or "f1"; ``classifier``: "LR"
-    (plus "kNN", "SVM", "MLP" for ds2024); ``task``: "binary" or "multiclass". Returns a DataFrame
+    (plus "kNN", "SVM", "MLP" for ds2024, and "SVM" for leap2025 multiclass accuracy, its Table 9);
+    ``task``: "binary" or "multiclass". Returns a DataFrame
     indexed by (dataset, method), columns ``mean``, ``std`` (float; std NaN where not printed) and
     ``dagger``, in the paper's row order; includes the paper's ``Average`` rows where it has them.
     Raises ValueError naming the argument when no shipped table has that combination.

@@ -53,6 +53,8 @@ from quapy.data import LabelledCollection
 from quapy.protocol import AbstractStochasticSeededProtocol, OnLabelledCollectionProtocol
 from sklearn.model_selection import train_test_split
 
+from ._validation import MAX_SEED, check_fraction, check_int, check_seed, check_X
+
 __all__ = ["taxonomy", "binarise", "cut_points", "ShiftSamples", "Trial", "PriorShift", "GlobalCovariateShift",
            "LocalCovariateShift", "ConceptShift", "PROTOCOLS", "dirichlet_prevalences", "gaussian_shift_data",
            "PAPER_TRAIN_PREVALENCES", "PAPER_TEST_PREVALENCES"]
@@ -138,21 +140,6 @@ def cut_points(labels) -> tuple[float, ...]:
 # ---------------------------------------------------------------------------------------------------------
 # Validation helpers
 # ---------------------------------------------------------------------------------------------------------
-def _pos_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
-
-
-def _seed(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
-        raise TypeError(f"random_state must be a non-negative int (None would make the samples "
-                        f"irreproducible), got {value!r}")
-    return int(value)
-
-
 def _grid(values, name: str, low: float = 0.0, high: float = 1.0) -> np.ndarray:
     """A 1-d grid of reals in [low, high] (no NaN); ValueError names the argument and the bad value."""
     if isinstance(values, (str, bytes)):
@@ -167,13 +154,8 @@ def _grid(values, name: str, low: float = 0.0, high: float = 1.0) -> np.ndarray:
 
 
 def _features(X, name: str = "X"):
-    if not hasattr(X, "shape") or len(X.shape) != 2:
-        X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or X.shape[0] == 0:
-        raise ValueError(f"{name} must be a non-empty 2-d array (items x features), got shape {X.shape}")
-    if isinstance(X, np.ndarray) and (X.dtype.kind not in "biuf" or not np.all(np.isfinite(X))):
-        raise ValueError(f"{name} must hold finite numbers (impute or drop NaN/inf first)")
-    return X
+    """Items x features, finite and numeric (DataFrames read by position, sparse kept): the validation layer's."""
+    return check_X(X, name)
 
 
 def _binary_labels(y, m: int, name: str = "y") -> np.ndarray:
@@ -230,8 +212,7 @@ def _draw(rng: np.random.Generator, cells: list[np.ndarray], counts, replace: bo
 
 def _split_pools(strata: np.ndarray, train_prop: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The paper's split_stratified: training-pool and test-pool indices, stratified by ``strata``."""
-    if isinstance(train_prop, bool) or not isinstance(train_prop, Real) or not 0 < train_prop < 1:
-        raise ValueError(f"train_prop must be a number in (0, 1), got {train_prop!r}")
+    check_fraction(train_prop, "train_prop")
     _, counts = np.unique(strata, return_counts=True)
     if counts.min() < 2:
         raise ValueError("every (label, group) combination needs at least 2 items to be split into a training "
@@ -318,17 +299,27 @@ class _ShiftFamily(AbstractStochasticSeededProtocol):
     shift = ""  # the shift type, a row of taxonomy()
 
     def __init__(self, train_size, test_size, n_samples, repeats, train_prop, replace, random_state, return_type):
-        super().__init__(_seed(random_state))
-        self.train_size = _pos_int(train_size, "train_size")
-        self.test_size = _pos_int(test_size, "test_size")
-        self.n_samples = _pos_int(n_samples, "n_samples")
-        self.repeats = _pos_int(repeats, "repeats")
+        super().__init__(check_seed(random_state, "random_state"))
+        self.train_size = check_int(train_size, "train_size")
+        self.test_size = check_int(test_size, "test_size")
+        self.n_samples = check_int(n_samples, "n_samples")
+        self.repeats = check_int(repeats, "repeats")
         self.train_prop = train_prop
         if not isinstance(replace, bool):
             raise TypeError(f"replace must be True or False, got {replace!r}")
         self.replace = replace
+        if return_type not in OnLabelledCollectionProtocol.RETURN_TYPES:
+            raise ValueError(f"return_type must be one of {OnLabelledCollectionProtocol.RETURN_TYPES}, "
+                             f"got {return_type!r}")
         self.return_type = return_type
         self.collator = OnLabelledCollectionProtocol.get_collator(return_type)
+
+    def _check_supply(self):
+        """Without replacement, draw every condition of the first repetition once, so that a request the pools
+        cannot supply fails when the protocol is built, not halfway through an experiment."""
+        if not self.replace:
+            for t in range(len(self._train_conditions())):
+                self.trial(t)
 
     # -- to implement -------------------------------------------------------------------------------------
     def _train_conditions(self) -> list[dict]:
@@ -498,6 +489,7 @@ class PriorShift(_ShiftFamily):
                        for part, pool in (("train", self.train_pool_), ("test", self.test_pool_))}
         self._cells["train"] = [np.searchsorted(self.train_pool_, c) for c in self._cells["train"]]
         self._cells["test"] = [np.searchsorted(self.test_pool_, c) for c in self._cells["test"]]
+        self._check_supply()
 
     def _prevalences(self, value, name, train):
         n = self.n_classes_
@@ -507,7 +499,7 @@ class PriorShift(_ShiftFamily):
                                  "or an int k (k seeded uniform draws on the simplex)")
             value = PAPER_TRAIN_PREVALENCES if train else PAPER_TEST_PREVALENCES
         if isinstance(value, Integral) and not isinstance(value, bool):
-            return dirichlet_prevalences(n, _pos_int(value, name), seed=self.random_state + (0 if train else 1),
+            return dirichlet_prevalences(n, check_int(value, name), seed=(self.random_state + (0 if train else 1)) % (MAX_SEED + 1),
                                          min_prevalence=0.02 if train else 0.0)
         arr = np.asarray(value, dtype=float) if not isinstance(value, str) else None
         if arr is None:
@@ -631,6 +623,7 @@ class GlobalCovariateShift(_GroupedFamily):
                     raise ValueError(f"train_prevalences: p_L={p} (alpha_L={a}) leaves a class with no item in a "
                                      f"training sample of {self.train_size}; a classifier cannot learn a missing class")
         self._setup(X, y, groups, group_a)
+        self._check_supply()
 
     def _train_conditions(self):
         return [{"p_L": float(p), "alpha_L": float(a)} for p in self.train_prevalences_ for a in self.train_alphas_]
@@ -699,6 +692,7 @@ class LocalCovariateShift(_GroupedFamily):
             raise TypeError(f"change_conditionals must be True or False, got {change_conditionals!r}")
         self.change_conditionals = change_conditionals
         self._setup(X, y, groups, group_a)
+        self._check_supply()
 
     def _test_counts(self, p):
         n = self.test_size
@@ -790,6 +784,7 @@ class ConceptShift(_ShiftFamily):
         self.y_ = np.zeros(len(keep), dtype=np.int64)  # placeholder: labels depend on the cut of each sample
         self.n_classes_, self.classes_ = 2, np.array([0, 1])
         self.train_pool_, self.test_pool_ = _split_pools(self.levels_, train_prop, self.random_state)
+        self._check_supply()
 
     @staticmethod
     def _cuts_grid(values, name, lv):
@@ -849,12 +844,12 @@ def dirichlet_prevalences(n_classes: int, k: int, seed: int = 0, min_prevalence:
     replacement). Returns float (k, n_classes), rows summing to 1. Raises TypeError/ValueError for bad
     arguments (``min_prevalence`` must be in [0, 1/n_classes)).
     """
-    n, k = _pos_int(n_classes, "n_classes"), _pos_int(k, "k")
+    n, k = check_int(n_classes, "n_classes"), check_int(k, "k")
     if n < 2:
         raise ValueError(f"n_classes must be >= 2, got {n}")
     if isinstance(min_prevalence, bool) or not isinstance(min_prevalence, Real) or not 0 <= min_prevalence < 1 / n:
         raise ValueError(f"min_prevalence must be in [0, 1/n_classes) = [0, {1 / n:.4f}), got {min_prevalence!r}")
-    p = np.random.default_rng(_seed(seed)).dirichlet(np.ones(n), size=k)
+    p = np.random.default_rng(check_seed(seed)).dirichlet(np.ones(n), size=k)
     return min_prevalence + (1 - n * min_prevalence) * p
 
 
@@ -872,7 +867,7 @@ def gaussian_shift_data(n_per_cell: int = 200, n_levels: int = 5, separation: fl
     group A and 0 for group B; m = 2 · n_levels · n_per_cell. Binarise the levels with :func:`binarise`
     (at the middle level, as the paper cuts stars at 3) for the binary families.
     """
-    n, L = _pos_int(n_per_cell, "n_per_cell"), _pos_int(n_levels, "n_levels")
+    n, L = check_int(n_per_cell, "n_per_cell"), check_int(n_levels, "n_levels")
     if L < 3:
         raise ValueError(f"n_levels must be >= 3 (an ordinal label with a movable cut), got {L}")
     off = np.asarray(group_offset, dtype=float)
@@ -881,7 +876,7 @@ def gaussian_shift_data(n_per_cell: int = 200, n_levels: int = 5, separation: fl
     for v, name in ((separation, "separation"), (scale, "scale")):
         if isinstance(v, bool) or not isinstance(v, Real) or not v > 0:
             raise ValueError(f"{name} must be a positive number, got {v!r}")
-    rng = np.random.default_rng(_seed(seed))
+    rng = np.random.default_rng(check_seed(seed))
     X, lv, gr = [], [], []
     for g in (1, 0):
         for k in range(1, L + 1):

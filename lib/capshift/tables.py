@@ -17,6 +17,8 @@ from typing import Callable
 
 import numpy as np
 
+from ._validation import ATOL, check_int, check_labels
+
 __all__ = [
     "contingency_table", "check_table", "true_prevalence", "predicted_prevalence",
     "accuracy", "f1", "macro_f1", "precision", "recall", "balanced_accuracy",
@@ -25,20 +27,7 @@ __all__ = [
 
 
 def _as_labels(y, name: str, n_classes: int) -> np.ndarray:
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d array of class indices, got shape {y.shape}")
-    if y.size and not np.issubdtype(y.dtype, np.integer):
-        if np.issubdtype(y.dtype, np.floating) and np.all(np.mod(y, 1) == 0):
-            y = y.astype(int)
-        else:
-            raise TypeError(f"{name} must hold integer class indices 0..n_classes-1, got dtype {y.dtype}; "
-                            "encode labels first (e.g. sklearn.preprocessing.LabelEncoder)")
-    if y.size and (y.min() < 0 or y.max() >= n_classes):
-        bad = np.unique(y[(y < 0) | (y >= n_classes)])
-        raise ValueError(f"{name} has labels {bad.tolist()} outside the codeframe 0..{n_classes - 1}; "
-                         "pass the right n_classes or re-encode the labels")
-    return y
+    return check_labels(y, n_classes, name)
 
 
 def contingency_table(y_true, y_pred, n_classes: int) -> np.ndarray:
@@ -63,8 +52,7 @@ def contingency_table(y_true, y_pred, n_classes: int) -> np.ndarray:
     ValueError
         Empty sample, length mismatch, labels outside the codeframe, ``n_classes < 2``.
     """
-    if not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
-        raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+    n_classes = check_int(n_classes, "n_classes", min_value=2)
     y_true = _as_labels(y_true, "y_true", n_classes)
     y_pred = _as_labels(y_pred, "y_pred", n_classes)
     if y_true.shape != y_pred.shape:
@@ -75,12 +63,20 @@ def contingency_table(y_true, y_pred, n_classes: int) -> np.ndarray:
     return counts.reshape(n_classes, n_classes) / y_true.size
 
 
-def check_table(C, name: str = "table", atol: float = 1e-6) -> np.ndarray:
+def check_table(C, name: str = "table", atol: float = ATOL) -> np.ndarray:
     """Validate a (batch of) contingency table(s): shape ``(..., n, n)``, finite, >= 0, sums to 1.
 
-    Returns the table as a float ndarray. Raises ``ValueError`` naming ``name`` otherwise.
+    Every measure of this module calls it, so counts (scikit-learn's default ``confusion_matrix``),
+    negative or non-square tables get a ValueError instead of a number. Returns the table as a float
+    ndarray, entries in ``[-atol, 0)`` clipped to 0. Raises ``TypeError`` for non-numeric input and
+    ``ValueError`` naming ``name`` otherwise.
     """
-    C = np.asarray(C, dtype=float)
+    if isinstance(C, (str, bytes)):
+        raise TypeError(f"{name} must be an array of fractions, got a string")
+    try:
+        C = np.asarray(C, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{name} must be a numeric array of shape (..., n, n), got {type(C).__name__}") from e
     if C.ndim < 2 or C.shape[-1] != C.shape[-2] or C.shape[-1] < 2:
         raise ValueError(f"{name} must have shape (..., n, n) with n >= 2, got {C.shape}")
     if not np.all(np.isfinite(C)):
@@ -90,18 +86,21 @@ def check_table(C, name: str = "table", atol: float = 1e-6) -> np.ndarray:
     sums = C.sum(axis=(-2, -1))
     if np.any(np.abs(sums - 1.0) > atol):  # absolute tolerance only (np.allclose would add a relative 1e-5)
         raise ValueError(f"{name} entries must sum to 1 (fractions of the sample), got sums in "
-                         f"[{np.min(sums):.6g}, {np.max(sums):.6g}]; divide counts by the sample size")
-    return C
+                         f"[{np.min(sums):.6g}, {np.max(sums):.6g}]; divide counts by the sample size "
+                         "(confusion_matrix(..., normalize='all'))")
+    return np.where(C < 0, 0.0, C)
 
 
 def true_prevalence(C) -> np.ndarray:
-    """Row sums of ``C``: the true class prevalence q, shape ``(..., n)``."""
-    return np.asarray(C, dtype=float).sum(axis=-1)
+    """Row sums of ``C``: the true class prevalence q, shape ``(..., n)``. ValueError for an invalid table."""
+    return check_table(C, "C").sum(axis=-1)
 
 
 def predicted_prevalence(C) -> np.ndarray:
-    """Column sums of ``C``: the predicted-class fractions gamma (LEAP Eq. 10), shape ``(..., n)``."""
-    return np.asarray(C, dtype=float).sum(axis=-2)
+    """Column sums of ``C``: the predicted-class fractions gamma (LEAP Eq. 10), shape ``(..., n)``.
+
+    ValueError for an invalid table (:func:`check_table`)."""
+    return check_table(C, "C").sum(axis=-2)
 
 
 def _diag(C):
@@ -117,8 +116,11 @@ def _safe_ratio(num, den, empty):
 
 
 def accuracy(C) -> np.ndarray:
-    """Vanilla accuracy, the trace of ``C`` (LEAP Eq. 6). Shape ``(...)``."""
-    return _diag(np.asarray(C, dtype=float)).sum(axis=-1)
+    """Vanilla accuracy, the trace of ``C`` (LEAP Eq. 6). Shape ``(...)``, values in [0, 1].
+
+    ``C``: table(s) (..., n, n) of fractions summing to 1; ValueError otherwise (:func:`check_table`).
+    """
+    return _diag(check_table(C, "C")).sum(axis=-1)
 
 
 def precision(C, empty: float = 0.0) -> np.ndarray:
@@ -127,20 +129,20 @@ def precision(C, empty: float = 0.0) -> np.ndarray:
     A class never predicted has precision ``empty`` (default 0, as scikit-learn's
     ``zero_division=0``).
     """
-    C = np.asarray(C, dtype=float)
-    return _safe_ratio(_diag(C), predicted_prevalence(C), empty)
+    C = check_table(C, "C")
+    return _safe_ratio(_diag(C), C.sum(axis=-2), empty)
 
 
 def recall(C, empty: float = 0.0) -> np.ndarray:
     """Per-class recall ``C[i, i] / sum_j C[i, j]``, shape ``(..., n)``; ``empty`` for absent classes."""
-    C = np.asarray(C, dtype=float)
-    return _safe_ratio(_diag(C), true_prevalence(C), empty)
+    C = check_table(C, "C")
+    return _safe_ratio(_diag(C), C.sum(axis=-1), empty)
 
 
 def _f1_per_class(C) -> np.ndarray:
-    C = np.asarray(C, dtype=float)
+    C = check_table(C, "C")
     tp = _diag(C)
-    den = 2 * tp + (predicted_prevalence(C) - tp) + (true_prevalence(C) - tp)
+    den = 2 * tp + (C.sum(axis=-2) - tp) + (C.sum(axis=-1) - tp)
     # Denominator 0: the class is neither present nor predicted, everything else is a true
     # negative for it, so F1 = 1 (LEAP 2025, Sect. 5.14).
     return _safe_ratio(2 * tp, den, 1.0)
@@ -151,10 +153,9 @@ def f1(C, pos: int = 1) -> np.ndarray:
 
     Works for any n (one-vs-rest F1 of ``pos``). Shape ``(...)``.
     """
-    C = np.asarray(C, dtype=float)
+    C = check_table(C, "C")
     n = C.shape[-1]
-    if not 0 <= pos < n:
-        raise ValueError(f"pos must be a class index in 0..{n - 1}, got {pos}")
+    pos = check_int(pos, "pos", min_value=0, max_value=n - 1)
     return _f1_per_class(C)[..., pos]
 
 
@@ -165,17 +166,22 @@ def macro_f1(C) -> np.ndarray:
 
 def balanced_accuracy(C) -> np.ndarray:
     """Mean recall over the classes present in the sample (scikit-learn's definition). Shape ``(...)``."""
-    C = np.asarray(C, dtype=float)
-    present = true_prevalence(C) > 0
+    C = check_table(C, "C")
+    present = C.sum(axis=-1) > 0
     rec = recall(C)
     return _safe_ratio((rec * present).sum(axis=-1), present.sum(axis=-1), 0.0)
+
+
+def _f1_auto(C) -> np.ndarray:
+    """The "f1" measure: binary F1 of class 1 for n = 2, macro-F1 otherwise (the LEAP paper's usage)."""
+    return f1(C, 1) if check_table(C, "C").shape[-1] == 2 else macro_f1(C)
 
 
 #: Measures by name; each maps a table batch ``(..., n, n)`` to values ``(...)``.
 #: "f1" is binary F1 of class 1 for n = 2 and macro-F1 otherwise (the LEAP paper's usage).
 MEASURES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "accuracy": accuracy,
-    "f1": lambda C: f1(C, 1) if np.shape(C)[-1] == 2 else macro_f1(C),
+    "f1": _f1_auto,
     "binary_f1": f1,
     "macro_f1": macro_f1,
     "balanced_accuracy": balanced_accuracy,

@@ -1,0 +1,231 @@
+"""The estimator contract, checked for every registered CAP method (as scikit-learn's ``check_estimator``).
+
+Every name of :data:`capshift.registry.METHODS` is built with cheap settings (few validation samples, a
+one-point grid for the model-selected QuAcc) on a small synthetic binary problem and must:
+
+- clone and round-trip ``get_params``;
+- raise ``NotFittedError`` before ``fit``;
+- give the same numbers through ``predict``, ``predict_batch``, ``predict_measures`` and (table methods)
+  ``predict_table`` / ``predict_table_batch``;
+- give the same numbers for the same ``random_state``;
+- give for a pandas DataFrame (any index) and for a CSR matrix what it gives for the array;
+- refuse NaN, a wrong number of features and an empty sample with a clear ValueError;
+- return a value in [0, 1] for a sample in which a class does not occur;
+- pickle and unpickle to the same predictions;
+- refuse a validation set missing a class (every method, the same message).
+"""
+from __future__ import annotations
+
+import pickle
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _synthetic import problem  # noqa: E402
+
+from capshift import registry  # noqa: E402
+from capshift.tables import get_measure  # noqa: E402
+
+NAMES = registry.names()
+CHEAP = {"n_val_samples": 10, "n_samples": 5, "sample_size": 50, "param_grid": {"covariates": [False]}}
+
+
+def make(name, random_state=0):
+    h = problem(2)[0]
+    spec = registry.get(name)
+    accepted = spec.cls._get_param_names()
+    return registry.make_method(name, h, random_state=random_state,
+                                **{k: v for k, v in CHEAP.items() if k in accepted})
+
+
+def fit(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return est.fit(X, y)
+
+
+_FITTED: dict = {}
+
+
+def fitted(name):
+    if name not in _FITTED:
+        _, X_V, y_V, _, _ = problem(2)
+        _FITTED[name] = fit(make(name), X_V, y_V)
+    return _FITTED[name]
+
+
+def samples():
+    """Two test samples of different sizes and their true prevalences (for the oracle variants)."""
+    h, _, _, X_U, y_U = problem(2)
+    S = [X_U[:100], X_U[100:250]]
+    P = np.stack([np.bincount(y, minlength=2) / len(y) for y in (y_U[:100], y_U[100:250])])
+    return S, P
+
+
+def test_every_method_is_registered_once():
+    assert len(NAMES) == len(set(NAMES)) >= 38
+    for family in ("leap", "baseline", "quacc"):
+        assert registry.names(family)
+    # the names the book's chapters and the paper's tables use
+    for name in ("Naive", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy", "S-LEAP_oracle", "ATC", "DoC",
+                 "DS", "NN", "CBPE", "SLD-CBPE", "COT", "Q-COT", "RCA", "RCA*", "QuAcc1xn+1_SLD", "QuAcc(KDEy)"):
+        assert name in NAMES
+    with pytest.raises(ValueError, match="unknown method"):
+        registry.get("LEAP_XYZ")
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("Naive", registry.METHODS["Naive"].cls, "baseline")
+    with pytest.raises(ValueError, match="no parameter"):
+        registry.make_method("Naive", problem(2)[0], quantifier="acc")
+    assert registry.get("leap_kdey").name == "LEAP_KDEy"  # case-insensitive lookup
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_clone_and_get_params_round_trip(name):
+    est = make(name)
+    params = est.get_params(deep=False)
+    c = clone(est)
+    assert type(c) is type(est)
+    cp = c.get_params(deep=False)
+    assert set(cp) == set(params)
+    for k, v in params.items():
+        if k != "classifier":  # clone clones nested estimators (unfitted): set the trained h back
+            assert repr(cp[k]) == repr(v), k
+    c.set_params(**params)
+    assert c.get_params(deep=False) == params
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unfitted_raises_not_fitted(name):
+    est = make(name)
+    S, P = samples()
+    with pytest.raises(NotFittedError, match="not fitted"):
+        est.predict(S[0], prevalence=P[0])
+    with pytest.raises(NotFittedError):
+        est.predict_batch(S, prevalences=P)
+    with pytest.raises(NotFittedError):
+        est.predict_measures(S, ["accuracy"], prevalences=P)
+    with pytest.raises(NotFittedError):
+        est.predict_table(S[0], prevalence=P[0])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_prediction_methods_agree(name):
+    est = fitted(name)
+    S, P = samples()
+    batch = est.predict_batch(S, "accuracy", prevalences=P)
+    assert batch.shape == (2,) and np.all((batch >= 0) & (batch <= 1))
+    single = [est.predict(X, "accuracy", prevalence=p) for X, p in zip(S, P)]
+    np.testing.assert_allclose(batch, single, atol=1e-9)
+    meas = est.predict_measures(S, ["accuracy", "f1"], prevalences=P)
+    np.testing.assert_allclose(meas["accuracy"], batch, atol=1e-9)
+    assert set(meas) == {m for m in ("accuracy", "f1") if est.supports(m)}
+    if est.estimates_tables:
+        T = est.predict_table_batch(S, prevalences=P)
+        assert T.shape == (2, 2, 2)
+        np.testing.assert_allclose(T.sum(axis=(1, 2)), 1, atol=1e-6)
+        np.testing.assert_allclose(get_measure("accuracy")(T), batch, atol=1e-9)
+        np.testing.assert_allclose(est.predict_table(S[0], prevalence=P[0]), T[0], atol=1e-9)
+    else:
+        with pytest.raises(TypeError, match="not contingency tables"):
+            est.predict_table(S[0], prevalence=P[0])
+    # caller-supplied posteriors (what the experiment runner passes) give the same numbers
+    h = problem(2)[0]
+    with_post = est.predict_batch(S, "accuracy", prevalences=P, posteriors=[h.predict_proba(X) for X in S])
+    np.testing.assert_allclose(with_post, batch, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_same_random_state_same_numbers(name):
+    _, X_V, y_V, _, _ = problem(2)
+    S, P = samples()
+    a = fit(make(name, random_state=3), X_V, y_V).predict_batch(S, prevalences=P)
+    b = fit(make(name, random_state=3), X_V, y_V).predict_batch(S, prevalences=P)
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_dataframe_gives_what_the_array_gives(name):
+    _, X_V, y_V, _, _ = problem(2)
+    S, P = samples()
+    dV = pd.DataFrame(X_V, index=np.arange(len(X_V))[::-1] + 1000, columns=["a", "b", "c"])
+    est = fit(make(name), dV, pd.Series(y_V, index=dV.index))
+    dS = [pd.DataFrame(X, index=np.arange(len(X)) + 7, columns=["a", "b", "c"]) for X in S]
+    np.testing.assert_allclose(est.predict_batch(dS, prevalences=P), fitted(name).predict_batch(S, prevalences=P),
+                               atol=1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sparse_gives_what_the_dense_gives(name):
+    _, X_V, y_V, _, _ = problem(2)
+    S, P = samples()
+    est = fit(make(name), sp.csr_matrix(X_V), y_V)
+    np.testing.assert_allclose(est.predict_batch([sp.csr_matrix(X) for X in S], prevalences=P),
+                               fitted(name).predict_batch(S, prevalences=P), atol=1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_invalid_samples_are_refused(name):
+    est = fitted(name)
+    S, P = samples()
+    X = S[0].copy()
+    X[5, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.predict(X, prevalence=P[0])
+    with pytest.raises(ValueError, match="features"):
+        est.predict(S[0][:, :2], prevalence=P[0])
+    with pytest.raises(ValueError, match="empty"):
+        est.predict(S[0][:0], prevalence=P[0])
+    with pytest.raises(ValueError, match=r"samples\[1\].*NaN"):
+        est.predict_batch([S[0], X], prevalences=P)
+    with pytest.raises(ValueError, match="prevalences"):
+        est.predict_batch(S, prevalences=P[:1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sample_missing_a_class_is_handled(name):
+    h, _, _, X_U, y_U = problem(2)
+    X0 = X_U[y_U == 0][:80]
+    v = fitted(name).predict(X0, prevalence=[1.0, 0.0])
+    assert 0 <= v <= 1
+    true = np.mean(h.predict(X0) == 0)
+    if name.endswith("_oracle"):  # the true prevalence is given: the estimate must be informative
+        assert abs(v - true) < 0.25
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pickle_round_trip(name):
+    est = fitted(name)
+    S, P = samples()
+    before = est.predict_batch(S, prevalences=P)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_allclose(again.predict_batch(S, prevalences=P), before, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_validation_set_missing_a_class_is_refused(name):
+    _, X_V, y_V, _, _ = problem(2)
+    keep = y_V == 0
+    with pytest.raises(ValueError, match=r"y_val has no items of class\(es\) \[1\]"):
+        fit(make(name), X_V[keep], y_V[keep])
+    est = make(name)
+    with pytest.raises(ValueError, match="y_val"):
+        fit(est, X_V, y_V[:-1])
+    with pytest.raises(NotFittedError):  # a failed fit leaves the estimator unfitted
+        est.predict(X_V[:50], prevalence=[0.5, 0.5])
+
+
+def test_refit_forgets_the_previous_fit():
+    _, X_V, y_V, X_U, _ = problem(2)
+    est = fit(make("LEAP_ACC"), X_V, y_V)
+    with pytest.raises(ValueError, match="no items of class"):
+        est.fit(X_V[y_V == 0], y_V[y_V == 0])
+    with pytest.raises(NotFittedError):
+        est.predict(X_U[:50])
