@@ -546,12 +546,22 @@ def wilcoxon_marks(results: pd.DataFrame, by="degree", method: str = "method", v
     return table
 
 
-# The resumable grid runner and its command line live in capshift.grid (imported last: it imports this module).
-from .grid import load_results, main, run_grid  # noqa: E402
-
+# The resumable grid runner and its command line live in capshift.grid, which imports this module; they are
+# reachable here too (capshift.experiment.run_grid, load_results, main), loaded on first use.
+_GRID_NAMES = ("run_grid", "load_results", "main")
 __all__ += ["run_grid", "load_results"]
+
+
+def __getattr__(name):
+    if name in _GRID_NAMES:
+        from . import grid
+        return getattr(grid, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 if __name__ == "__main__":
     import sys
 
-    sys.exit(main())
+    from capshift.grid import main as _main
+
+    sys.exit(_main())

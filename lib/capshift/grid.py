@@ -149,7 +149,12 @@ def _backend(backend, scheduler, n_jobs):
             if isinstance(scheduler, Client):
                 client = scheduler
             elif scheduler is not None:
-                client = stack.enter_context(Client(scheduler, set_as_default=False))
+                try:
+                    client = stack.enter_context(Client(scheduler, set_as_default=False, timeout=30))
+                except (OSError, TimeoutError) as exc:
+                    raise ValueError(f"scheduler={scheduler!r}: cannot connect to a dask scheduler there "
+                                     f"({type(exc).__name__}: {exc}); start one with 'dask scheduler' "
+                                     "or pass a distributed.Client") from exc
             else:
                 try:
                     from distributed import get_client
@@ -162,12 +167,8 @@ def _backend(backend, scheduler, n_jobs):
             with client.as_current(), parallel_config(backend="dask", n_jobs=-1, wait_for_workers_timeout=60):
                 yield -1
     elif backend == "ray":
-        try:
-            import ray
-            from ray.util.joblib import register_ray
-        except ImportError as exc:
-            raise ValueError("backend='ray' needs Ray, which is not installed here: pip install 'ray[default]' "
-                             "(or use backend='dask')") from exc
+        import ray
+        from ray.util.joblib import register_ray
         register_ray()
         if not ray.is_initialized():
             ray.init(address=scheduler, ignore_reinit_error=True, log_to_driver=False)
@@ -246,6 +247,17 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if scheduler is not None and backend == "loky":
         raise ValueError("scheduler is only for backend='dask' or 'ray'; with backend='loky' leave it None")
+    if backend == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ValueError("backend='ray' needs Ray, which is not installed here: pip install 'capshift[ray]' "
+                             "or 'ray[default]' (or use backend='dask')") from None
+    if backend == "dask" and scheduler is not None and not isinstance(scheduler, str):
+        from distributed import Client
+        if not isinstance(scheduler, Client):
+            raise TypeError(f"scheduler must be a scheduler address (str) or a distributed.Client, "
+                            f"got {type(scheduler).__name__}")
     if results is not None:
         if not isinstance(results, (str, os.PathLike)):
             raise TypeError(f"results must be a directory path or None, got {type(results).__name__}")
@@ -357,6 +369,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="dask scheduler address (e.g. tcp://host:8786) or Ray address; with --backend dask and "
                         "no address, a local cluster of --n-jobs workers is started")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.run_parser = r
     s = sub.add_parser("summary", help="mean AE per dataset and method of a results directory")
     s.add_argument("--results", required=True, metavar="DIR")
     return p
@@ -391,7 +404,7 @@ def main(argv=None) -> int:
                       measures=args.measures, seed=args.seed, solver=args.solver, n_jobs=args.n_jobs,
                       backend=args.backend, scheduler=args.scheduler, progress=not args.no_progress)
     except (ValueError, TypeError) as exc:
-        parser.error(str(exc))
+        parser.run_parser.error(str(exc))
     except KeyboardInterrupt:
         print(f"interrupted: the finished cells are in {args.results}; re-run the same command to resume",
               file=sys.stderr)
