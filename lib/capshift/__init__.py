@@ -3,7 +3,7 @@
 Modules: ``tables`` (contingency tables, measures), ``equations`` (governing equations),
 ``leap`` (S-LEAP, LEAP, O-LEAP), ``quantifiers`` (QuaPy quantifiers by name), ``baselines``,
 ``datasets``, ``protocols`` (PPS sampling), ``shift`` (dataset-shift protocols beyond PPS), ``experiment``
-(runner, results), ``plots``, ``reference`` (the
+(runner, results), ``grid`` (resumable grid runner over datasets x classifiers x methods, CLI), ``plots``, ``reference`` (the
 papers' published numbers), ``book`` (chapter runner).
 """
 __version__ = "0.1.0"
