@@ -13,8 +13,9 @@ solver) and ``capshift.__version__``, so a changed parameter never reuses a stal
 Parallelism goes through joblib with the backend as a parameter: ``"loky"`` (processes on this machine,
 the default), ``"dask"`` (a ``dask.distributed`` cluster: a Client, a scheduler address, the current
 Client, or else a LocalCluster started for the run) or ``"ray"`` (when Ray is installed). The unit of
-work is a (dataset, classifier) pair with its missing methods; the numbers do not depend on the backend
-or on ``n_jobs``. The command line entry is ``python -m capshift.experiment run ...`` (:func:`main`).
+work is a (dataset, classifier) pair with its missing methods. Every task runs with one BLAS thread
+(threadpoolctl), so the numbers are the same to the last bit whatever the backend and ``n_jobs`` (a
+multi-threaded BLAS in the main process moves LEAP's solutions by ~1e-10). The command line entry is ``python -m capshift.experiment run ...`` (:func:`main`).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed, parallel_config
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from . import __version__, registry
@@ -121,6 +123,11 @@ def _run_pair(dataset, classifier, cells, params, results_dir):
     """Prepare (dataset, classifier) once and compute its missing ``cells`` ((method, key, file name));
     each cell is written as soon as it is done when ``results_dir`` is visible here. Returns
     ``[(file name, key, frame)]``."""
+    with threadpool_limits(limits=1):  # the same float arithmetic here, in a loky worker or on a Dask worker
+        return _run_pair_body(dataset, classifier, cells, params, results_dir)
+
+
+def _run_pair_body(dataset, classifier, cells, params, results_dir):
     specs = [registry.get(m) for m, _, _ in cells]
     ctx = _prepare(dataset, classifier, specs, params["protocol"], params["n_samples"], params["sample_size"],
                    params["seed"])
