@@ -183,6 +183,19 @@ def _backend(backend, scheduler, n_jobs):
             yield n_jobs
 
 
+def _results_as_done(tasks, n_jobs, backend):
+    """The tasks' results as they finish (joblib's ``generator_unordered``); Ray's joblib backend has no
+    generator, so there the tasks go in rounds of a few per worker (progress and results per round)."""
+    if backend != "ray":
+        yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks)
+        return
+    import ray
+    workers = max(1, int(ray.cluster_resources().get("CPU", 1))) if n_jobs < 0 else n_jobs
+    step = 2 * workers
+    for i in range(0, len(tasks), step):
+        yield from Parallel(n_jobs=n_jobs)(tasks[i:i + step])
+
+
 def _check_grid_args(names, kind):
     if isinstance(names, str) or not hasattr(names, "__iter__"):
         raise TypeError(f"{kind} must be a list of names, got {names!r}; e.g. {kind}=[{names!r}]")
@@ -293,9 +306,9 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
         where = None if results is None else str(results)
         bar = tqdm(total=n_todo, desc="cells", unit="cell", disable=not progress)
         with _backend(backend, scheduler, n_jobs) as jobs:
-            tasks = (delayed(_run_pair)(d, c, cells, params, where) for (d, c), cells in todo.items())
+            tasks = [delayed(_run_pair)(d, c, cells, params, where) for (d, c), cells in todo.items()]
             try:
-                for out in Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks):
+                for out in _results_as_done(tasks, jobs, backend):
                     for fname, key, frame in out:
                         if results is not None and not (results / fname).is_file():
                             _write_cell(results / fname, frame, key)  # a worker that could not see the directory
