@@ -13,7 +13,8 @@ cases that apply to it (the 5 ``registry`` cases do not: the module is new) gave
 results, 37 crashes in a dependency, 5 unclear errors of capshift's own and 61 wrong numbers; after it, all 395
 cases are clear errors (335) or documented results (60). The 33 cases of the dataset-shift protocols (``shift``,
 ``datasets.load_shift``, the shift runners) came with that module: 428 cases, 368 clear errors and 60
-documented results; 6 cases of ``uncertainty`` followed.
+documented results; then 6 cases of ``uncertainty`` and 17 of the grid runner (``grid.run_grid``,
+``grid.load_results``).
 """
 from __future__ import annotations
 
@@ -422,6 +423,31 @@ add("quacc_train_prevalences(n_classes=1)", lambda: experiment.quacc_train_preva
 add("quacc_train_prevalences(n_train=0)", lambda: experiment.quacc_train_prevalences(2, 0), Err("n_train"))
 add("run_quacc_protocol(train_size=2)", lambda: experiment.run_quacc_protocol(S, train_size=2.0), Err("train_size"))
 add("summarise(missing columns)", lambda: experiment.summarise(pd.DataFrame({"x": [1]})), Err("results"))
+
+# ------------------------------------------------------------------------------------------ grid runner (issue 11)
+from capshift import grid  # noqa: E402
+
+GRID = dict(methods=["Naive"], n_samples=5, sample_size=50, progress=False)
+add("run_grid('haberman') (a str, not a list)", lambda: grid.run_grid("haberman", **GRID), Err("datasets"))
+add("run_grid(datasets=[])", lambda: grid.run_grid([], **GRID), Err("datasets"))
+add("run_grid(['nope'])", lambda: grid.run_grid(["nope"], **GRID), Err("dataset"))
+add("run_grid(classifiers=['xgb'])", lambda: grid.run_grid(["haberman"], ["xgb"], **GRID), Err("classifier"))
+add("run_grid(methods=['nope'])", lambda: grid.run_grid(["haberman"], **{**GRID, "methods": ["nope"]}), Err("method"))
+add("run_grid(n_samples=0)", lambda: grid.run_grid(["haberman"], **{**GRID, "n_samples": 0}), Err("n_samples"))
+add("run_grid(seed=-1)", lambda: grid.run_grid(["haberman"], seed=-1, **GRID), Err("seed"))
+add("run_grid(n_jobs=0)", lambda: grid.run_grid(["haberman"], n_jobs=0, **GRID), Err("n_jobs"))
+add("run_grid(n_jobs=1.5)", lambda: grid.run_grid(["haberman"], n_jobs=1.5, **GRID), Err("n_jobs"))
+add("run_grid(backend='spark')", lambda: grid.run_grid(["haberman"], backend="spark", **GRID), Err("backend"))
+add("run_grid(scheduler=..., backend='loky')",
+    lambda: grid.run_grid(["haberman"], scheduler="tcp://localhost:8786", **GRID), Err("scheduler"))
+add("run_grid(backend='dask', scheduler=3)", lambda: grid.run_grid(["haberman"], backend="dask", scheduler=3, **GRID),
+    Err("scheduler"))
+add("run_grid(results=3)", lambda: grid.run_grid(["haberman"], results=3, **GRID), Err("results"))
+add("run_grid(results=<a file>)", lambda: grid.run_grid(["haberman"], results=__file__, **GRID), Err("results"))
+add("load_results(<missing directory>)", lambda: grid.load_results("/nonexistent/capshift-results"), Err("results"))
+add("load_results(unknown field)", lambda: grid.load_results(Path(__file__).parent, nope=1), Err("nope"))
+add("load_results(<directory without results>)", lambda: grid.load_results(Path(__file__).parent),
+    Ok(lambda df: df.empty and {"dataset", "method", "ae", "seed"} <= set(df.columns), "an empty frame"))
 
 # ------------------------------------------------------------------------------------------ datasets
 from capshift import datasets  # noqa: E402

@@ -3,7 +3,8 @@
 Modules: ``tables`` (contingency tables, measures), ``equations`` (governing equations),
 ``leap`` (S-LEAP, LEAP, O-LEAP), ``quantifiers`` (QuaPy quantifiers by name), ``baselines``,
 ``datasets``, ``protocols`` (PPS sampling), ``shift`` (dataset-shift protocols beyond PPS), ``experiment``
-(runner, results), ``plots``, ``uncertainty`` (intervals around a CAP prediction), ``reference`` (the
+(runner, results), ``grid`` (resumable grid runner, CLI), ``plots``, ``uncertainty`` (intervals around a CAP
+prediction), ``reference`` (the
 papers' published numbers), ``book`` (chapter runner).
 """
 __version__ = "0.1.0"

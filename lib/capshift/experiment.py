@@ -136,6 +136,31 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
         (per-sample prediction time, including the quantifier's share).
     """
     specs, measures = _check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver)
+    ctx = _prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
+    frames = [_method_frame(ctx, name, spec, measures, solver)
+              for name, spec in tqdm(specs, desc=f"{ctx.split.name}: methods", disable=not progress, leave=False)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
+
+
+#: Columns of :func:`run_experiment`'s tidy frame, in order.
+RESULT_COLUMNS = ["dataset", "classifier", "method", "sample", "true_prev", "shift", "measure", "true",
+                  "predicted", "ae", "path", "seconds"]
+
+
+def _shared_quantifier(spec):
+    """The quantifier name of a method on the shared (gamma, q-hat) path, or None."""
+    q = spec.params.get("quantifier")
+    return q if spec.cls.shared_prevalence_path and isinstance(q, str) and q in QUANTIFIERS else None
+
+
+class _Context:
+    """What every method of one (dataset, classifier, seed) shares: the split, h fitted on L, the protocol's
+    samples, the true tables, h's predictions and posteriors on U, and the shared quantifiers' estimates."""
+
+
+def _prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed, progress=False) -> _Context:
+    """Everything :func:`_method_frame` needs that does not depend on the method (computed once per
+    (dataset, classifier, seed)); the quantifiers fitted are those the ``specs`` share."""
     split = datasets.load(dataset, seed=seed) if isinstance(dataset, str) else dataset
     n = split.n_classes
     if sample_size < n:
@@ -159,13 +184,8 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
     val_prev = np.bincount(split.y_V, minlength=n) / len(split.y_V)
     shift = np.abs(true_prev - val_prev).sum(axis=1)
 
-    def shared_quantifier(spec):  # the quantifier name of a method on the shared (gamma, q-hat) path, or None
-        q = spec.params.get("quantifier")
-        return q if spec.cls.shared_prevalence_path and isinstance(q, str) and q in QUANTIFIERS else None
-
-    specs = [(name, spec, shared_quantifier(spec)) for name, spec in specs]
     quantifiers, q_hat, q_secs = {}, {}, {}
-    for qname in sorted({q for _, _, q in specs if q is not None}):
+    for qname in sorted({q for q in map(_shared_quantifier, specs) if q is not None}):
         quant = Quantifier(qname, classifier=h, random_state=seed).fit(split.X_V, split.y_V, n)
         P_U = quant.classify(split.X_U)
         est, secs = np.empty((k, n)), np.empty(k)
@@ -175,35 +195,43 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
             secs[s] = time.perf_counter() - t0
         quantifiers[qname], q_hat[qname], q_secs[qname] = quant, est, secs
 
-    post_U = h.predict_proba(split.X_U) if hasattr(h, "predict_proba") else None
+    ctx = _Context()
+    ctx.__dict__.update(split=split, classifier=classifier, seed=seed, h=h, idx=idx, k=k, true_tables=true_tables,
+                        true_prev=true_prev, gamma=gamma, shift=shift, quantifiers=quantifiers, q_hat=q_hat,
+                        q_secs=q_secs,
+                        post_U=h.predict_proba(split.X_U) if hasattr(h, "predict_proba") else None)
+    return ctx
+
+
+def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
+    """The tidy rows of one method on a prepared (dataset, classifier, seed): fit on V, predict every sample."""
+    split, h, idx, k, seed = ctx.split, ctx.h, ctx.idx, ctx.k, ctx.seed
+    qname = _shared_quantifier(spec)
+    est = make_method(name, h, quantifier=ctx.quantifiers.get(qname), solver=solver, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(split.X_V, split.y_V)
+    if spec.cls.shared_prevalence_path:  # the shared (gamma, q-hat) path
+        t0 = time.perf_counter()
+        tables = est.tables_from_prevalences(ctx.gamma, ctx.q_hat.get(qname, ctx.true_prev))
+        secs = (time.perf_counter() - t0) / k + ctx.q_secs.get(qname, 0.0)
+        predictions = {m: get_measure(m)(tables) for m in measures}
+    else:
+        samples = [split.X_U[i] for i in idx]
+        post = None if ctx.post_U is None else [ctx.post_U[i] for i in idx]
+        t0 = time.perf_counter()
+        predictions = est.predict_measures(samples, measures, prevalences=ctx.true_prev, posteriors=post)
+        secs = (time.perf_counter() - t0) / k
+    secs = np.broadcast_to(secs, (k,))
+    paths = getattr(est, "paths_", np.full(k, "", dtype=object))
     rows = []
-    for name, spec, qname in tqdm(specs, desc=f"{split.name}: methods", disable=not progress, leave=False):
-        est = make_method(name, h, quantifier=quantifiers.get(qname), solver=solver, random_state=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            est.fit(split.X_V, split.y_V)
-        predictions = {}
-        if spec.cls.shared_prevalence_path:  # the shared (gamma, q-hat) path
-            t0 = time.perf_counter()
-            tables = est.tables_from_prevalences(gamma, q_hat.get(qname, true_prev))
-            secs = (time.perf_counter() - t0) / k + q_secs.get(qname, 0.0)
-            predictions = {m: get_measure(m)(tables) for m in measures}
-        else:
-            samples = [split.X_U[i] for i in idx]
-            post = None if post_U is None else [post_U[i] for i in idx]
-            t0 = time.perf_counter()
-            predictions = est.predict_measures(samples, measures, prevalences=true_prev, posteriors=post)
-            secs = (time.perf_counter() - t0) / k
-        secs = np.broadcast_to(secs, (k,))
-        paths = getattr(est, "paths_", np.full(k, "", dtype=object))
-        for m, pred_v in predictions.items():
-            true_v = get_measure(m)(true_tables)
-            for s in range(k):
-                rows.append((split.name, classifier, name, s, tuple(np.round(true_prev[s], 6)), float(shift[s]),
-                             m, float(true_v[s]), float(pred_v[s]), float(abs(true_v[s] - pred_v[s])),
-                             str(paths[s]), float(secs[s])))
-    return pd.DataFrame(rows, columns=["dataset", "classifier", "method", "sample", "true_prev", "shift",
-                                       "measure", "true", "predicted", "ae", "path", "seconds"])
+    for m, pred_v in predictions.items():
+        true_v = get_measure(m)(ctx.true_tables)
+        for s in range(k):
+            rows.append((split.name, ctx.classifier, name, s, tuple(np.round(ctx.true_prev[s], 6)),
+                         float(ctx.shift[s]), m, float(true_v[s]), float(pred_v[s]),
+                         float(abs(true_v[s] - pred_v[s])), str(paths[s]), float(secs[s])))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
 def run_many(names, n_jobs: int = 1, progress: bool = True, **kwargs) -> pd.DataFrame:
@@ -516,3 +544,24 @@ def wilcoxon_marks(results: pd.DataFrame, by="degree", method: str = "method", v
     table = pd.DataFrame.from_dict(out, orient="index")[methods]
     table.index.name = by[0] if len(by) == 1 else None
     return table
+
+
+# The resumable grid runner and its command line live in capshift.grid, which imports this module; they are
+# reachable here too (capshift.experiment.run_grid, load_results, main), loaded on first use.
+_GRID_NAMES = ("run_grid", "load_results", "main")
+__all__ += ["run_grid", "load_results"]
+
+
+def __getattr__(name):
+    if name in _GRID_NAMES:
+        from . import grid
+        return getattr(grid, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    from capshift.grid import main as _main
+
+    sys.exit(_main())

@@ -1,0 +1,274 @@
+"""The resumable grid runner (capshift.grid): resume, cache keys, atomic files, the Dask backend, the CLI."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from capshift import experiment, grid
+from capshift.experiment import run_experiment
+
+GRID = dict(datasets=["haberman", "cmc.1"], classifiers=["lr", "knn"], methods=["Naive", "LEAP_ACC", "S-LEAP_CC"])
+KW = dict(n_samples=12, sample_size=40, measures=("accuracy", "f1"), seed=2, progress=False)
+N_CELLS = 2 * 2 * 3
+
+
+def numbers(df):
+    """Everything but the measured times."""
+    return df.drop(columns="seconds")
+
+
+def cells(directory):
+    return sorted(p.name for p in Path(directory).glob("*.parquet"))
+
+
+class Interrupted(Exception):
+    """A simulated kill of the run."""
+
+
+class Counter:
+    """Wraps grid._method_frame: counts computed cells, and raises after ``fail_after`` of them."""
+
+    def __init__(self, fail_after=None):
+        self.calls, self.fail_after, self.real = [], fail_after, experiment._method_frame
+
+    def __call__(self, ctx, name, *args):
+        if self.fail_after is not None and len(self.calls) == self.fail_after:
+            raise Interrupted("simulated interruption")
+        self.calls.append((ctx.split.name, ctx.classifier, name))
+        return self.real(ctx, name, *args)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The uninterrupted run (in-process, n_jobs=1)."""
+    d = tmp_path_factory.mktemp("reference")
+    return d, grid.run_grid(**GRID, results=d, **KW)
+
+
+def test_grid_is_run_experiment_per_pair(reference):
+    _, df = reference
+    assert len(df) == N_CELLS * 12 * 2
+    assert list(dict.fromkeys(zip(df.dataset, df.classifier, df.method))) == [
+        (d, c, m) for d in GRID["datasets"] for c in GRID["classifiers"] for m in GRID["methods"]]
+    for d in GRID["datasets"]:
+        for c in GRID["classifiers"]:
+            one = run_experiment(d, c, GRID["methods"], **KW)
+            got = df[(df.dataset == d) & (df.classifier == c)].reset_index(drop=True)
+            pd.testing.assert_frame_equal(numbers(got), numbers(one), check_dtype=False)
+
+
+def test_interrupted_run_resumes_to_the_same_frame(reference, tmp_path, monkeypatch):
+    _, full = reference
+    k = 4
+    broken = Counter(fail_after=k)
+    monkeypatch.setattr(grid, "_method_frame", broken)
+    with pytest.raises(Interrupted):
+        grid.run_grid(**GRID, results=tmp_path, **KW)
+    assert len(cells(tmp_path)) == k  # every finished cell is on disk at once, nothing else
+    assert not [p for p in tmp_path.iterdir() if p.suffix != ".parquet"]  # no temporary file left behind
+    kept = {p: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet")}
+
+    again = Counter()
+    monkeypatch.setattr(grid, "_method_frame", again)
+    resumed = grid.run_grid(**GRID, results=tmp_path, **KW)
+    assert len(again.calls) == N_CELLS - k and not set(again.calls) & set(broken.calls)  # only the missing cells
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept  # finished cells are not rewritten
+    pd.testing.assert_frame_equal(numbers(resumed), numbers(full))
+
+    third = Counter()
+    monkeypatch.setattr(grid, "_method_frame", third)
+    pd.testing.assert_frame_equal(grid.run_grid(**GRID, results=tmp_path, **KW), resumed)  # times too: all read
+    assert third.calls == []
+
+
+@pytest.mark.parametrize("change", [dict(seed=3), dict(n_samples=13), dict(sample_size=41), dict(measures=("f1",)),
+                                    dict(protocol="app"), dict(solver="slsqp"), "version", "method_params"])
+def test_changed_parameter_recomputes(reference, tmp_path, monkeypatch, change):
+    import shutil
+
+    src, _ = reference
+    for p in Path(src).glob("*.parquet"):
+        shutil.copy(p, tmp_path)
+    kw, grid_args = dict(KW), dict(GRID, datasets=["haberman"], classifiers=["lr"])
+    if change == "version":
+        monkeypatch.setattr(grid, "__version__", "999.0")
+    elif change == "method_params":  # the registry now builds LEAP_ACC differently: a stale cell must not be used
+        from capshift import registry
+        spec = registry.METHODS["LEAP_ACC"]
+        monkeypatch.setitem(registry.METHODS, "LEAP_ACC", type(spec)(spec.name, spec.cls, spec.family,
+                                                                     {**spec.params, "solver": "slsqp"}))
+    else:
+        kw.update(change)
+    counter = Counter()
+    monkeypatch.setattr(grid, "_method_frame", counter)
+    before = set(cells(tmp_path))
+    df = grid.run_grid(**grid_args, results=tmp_path, **kw)
+    changed = ["LEAP_ACC"] if change == "method_params" else grid_args["methods"]
+    assert sorted(c[2] for c in counter.calls) == sorted(changed)
+    assert len(set(cells(tmp_path)) - before) == len(changed) and before <= set(cells(tmp_path))
+    if isinstance(change, dict) and "n_samples" in change:
+        assert df["sample"].max() == 12
+    if isinstance(change, dict) and "measures" in change:
+        assert set(df["measure"]) == {"f1"}
+
+
+def test_cell_files_carry_their_key_and_a_foreign_or_damaged_file_is_recomputed(reference, tmp_path, monkeypatch):
+    import shutil
+
+    src, _ = reference
+    for p in Path(src).glob("*.parquet"):
+        shutil.copy(p, tmp_path)
+    files = sorted(tmp_path.glob("haberman__lr__*.parquet"))
+    assert len(files) == 3
+    for p in files:
+        meta = pq.read_schema(p).metadata[b"capshift.cell"]
+        assert b'"seed": 2' in meta and b'"version"' in meta
+    # a file whose stored key is not the one asked for (e.g. a hash collision or a renamed file) is not trusted
+    naive = next(p for p in files if "__Naive__" in p.name)
+    other = next(p for p in tmp_path.glob("cmc.1__lr__Naive__*.parquet"))
+    shutil.copy(other, naive)
+    damaged = next(p for p in files if "__LEAP_ACC__" in p.name)
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    counter = Counter()
+    monkeypatch.setattr(grid, "_method_frame", counter)
+    with pytest.warns(RuntimeWarning, match="unreadable"):
+        grid.run_grid(["haberman"], ["lr"], GRID["methods"], tmp_path, **KW)
+    assert sorted(c[2] for c in counter.calls) == ["LEAP_ACC", "Naive"]
+    assert pq.read_table(damaged).num_rows == 12 * 2
+
+
+def test_cells_are_written_atomically(tmp_path, monkeypatch):
+    real_write, real_replace = pq.write_table, os.replace
+    replaced = []
+
+    def replace(src, dst):  # the final name appears only by a rename of a complete file in the same directory
+        assert Path(src).parent == Path(dst).parent and not Path(dst).exists()
+        assert pq.read_table(src).num_rows > 0
+        replaced.append(Path(dst).name)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path, **KW)
+    assert replaced == cells(tmp_path)
+
+    def half_write(table, where, **kw):  # the process dies half-way through writing the second file
+        if half_write.n == 1:
+            Path(where).write_bytes(b"PAR1 partial")
+            raise Interrupted("killed while writing")
+        half_write.n += 1
+        return real_write(table, where, **kw)
+
+    half_write.n = 0
+    monkeypatch.setattr(pq, "write_table", half_write)
+    with pytest.raises(Interrupted):
+        grid.run_grid(["cmc.1"], ["lr"], ["Naive", "LEAP_ACC"], tmp_path, **KW)
+    assert len(cells(tmp_path)) == 2  # haberman's cell and cmc.1's first; no partial file under a final name
+    assert not [p for p in tmp_path.iterdir() if p.suffix != ".parquet"]  # the temporary file is removed
+    monkeypatch.setattr(pq, "write_table", real_write)
+    counter = Counter()
+    monkeypatch.setattr(grid, "_method_frame", counter)
+    grid.run_grid(["cmc.1"], ["lr"], ["Naive", "LEAP_ACC"], tmp_path, **KW)
+    assert [c[2] for c in counter.calls] == ["LEAP_ACC"]
+
+
+def test_load_results(reference, tmp_path):
+    src, full = reference
+    df = grid.load_results(src)
+    assert len(df) == len(full) and {"seed", "n_samples", "protocol", "measures", "version"} <= set(df.columns)
+    assert set(df["seed"]) == {2} and set(df["measures"]) == {"accuracy,f1"}
+    key = ["dataset", "classifier", "method", "measure", "sample"]
+    a = df[full.columns].sort_values(key, ignore_index=True)
+    b = full.sort_values(key, ignore_index=True)
+    pd.testing.assert_frame_equal(a, b)
+    assert grid.load_results(src, seed=3).empty
+    assert len(grid.load_results(src, classifier="knn", method=["Naive", "LEAP_ACC"])) == 2 * 2 * 12 * 2
+    (Path(src) / ".stray.parquet.123.tmp").write_bytes(b"x")  # an interrupted write is not a result
+    assert len(grid.load_results(src)) == len(full)
+
+
+def test_dask_local_cluster_gives_the_loky_frame(reference, tmp_path):
+    """Same numbers to the last bit in-process (n_jobs=1), in 2 loky processes and on a Dask LocalCluster with 2
+    worker processes: every task runs with one BLAS thread (without that, LEAP's solutions differ by ~1e-10
+    between the main process and single-threaded workers)."""
+    from distributed import Client, LocalCluster
+
+    small = dict(GRID, methods=["Naive", "LEAP_ACC"])
+    _, full = reference
+    serial = full[full.method.isin(small["methods"])].reset_index(drop=True)
+    t0 = time.perf_counter()
+    loky = grid.run_grid(**small, results=tmp_path / "loky", n_jobs=2, **KW)
+    t_loky = time.perf_counter() - t0
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        t0 = time.perf_counter()
+        dask = grid.run_grid(**small, results=tmp_path / "dask", backend="dask", scheduler=client, **KW)
+        t_dask = time.perf_counter() - t0
+        # the tasks ran on the cluster's worker processes, not here
+        assert sum(client.run(lambda: __import__("sys").modules.get("capshift.grid") is not None).values()) >= 1
+        by_address = grid.run_grid(**small, results=tmp_path / "addr", backend="dask",
+                                   scheduler=cluster.scheduler_address, **KW)
+    for other in (loky, dask, by_address):
+        pd.testing.assert_frame_equal(numbers(other), numbers(serial), check_exact=True)
+    assert cells(tmp_path / "dask") == cells(tmp_path / "loky")
+    print(f"loky (2 processes) {t_loky:.1f} s, dask LocalCluster (2 workers) {t_dask:.1f} s")
+
+
+def test_ray_backend_runs_or_says_it_is_missing(tmp_path):
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        with pytest.raises(ValueError, match="backend='ray' needs Ray"):
+            grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path, backend="ray", **KW)
+        return
+    df = grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path / "ray", backend="ray", n_jobs=2, **KW)
+    ref = grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path / "ref", **KW)
+    pd.testing.assert_frame_equal(numbers(df), numbers(ref))
+
+
+@pytest.mark.parametrize("argv,message", [
+    ([], "command"),
+    (["run", "--results", "R"], "--datasets"),
+    (["run", "--datasets", "haberman"], "--results"),
+    (["run", "--datasets", "nope", "--results", "R"], "unknown dataset"),
+    (["run", "--datasets", "haberman", "--classifiers", "xgb", "--results", "R"], "unknown classifier"),
+    (["run", "--datasets", "haberman", "--methods", "LEAP_XYZ", "--results", "R"], "unknown method"),
+    (["run", "--datasets", "haberman", "--n-samples", "abc", "--results", "R"], "--n-samples"),
+    (["run", "--datasets", "haberman", "--n-samples", "0", "--results", "R"], "n_samples"),
+    (["run", "--datasets", "haberman", "--measures", "nope", "--results", "R"], "measure"),
+    (["run", "--datasets", "haberman", "--backend", "spark", "--results", "R"], "backend"),
+    (["run", "--datasets", "haberman", "--scheduler", "tcp://x:1", "--results", "R"], "scheduler"),
+    (["run", "--datasets", "haberman", "--n-jobs", "0", "--results", "R"], "n_jobs"),
+    (["run", "--datasets", "haberman", "--protocol", "npp", "--results", "R"], "protocol"),
+    (["summary", "--results", "/nonexistent/capshift-results"], "not a directory"),
+])
+def test_cli_argument_errors(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        grid.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.strip().splitlines()[-1].count("error:") == 1
+    assert not (tmp_path / "R").exists() or not list((tmp_path / "R").iterdir())
+
+
+def test_cli_runs_and_resumes(tmp_path):
+    cmd = [sys.executable, "-m", "capshift.experiment", "run", "--datasets", "haberman", "--classifiers", "lr",
+           "--methods", "Naive", "LEAP_ACC", "--results", str(tmp_path / "res"), "--n-samples", "12",
+           "--sample-size", "40", "--seed", "2", "--measures", "accuracy", "f1", "--n-jobs", "1", "--no-progress"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "2 cells" in out.stdout and "RuntimeWarning" not in out.stderr
+    df = grid.load_results(tmp_path / "res")
+    ref = grid.run_grid(["haberman"], ["lr"], ["Naive", "LEAP_ACC"], None, **KW)
+    key = ["method", "measure", "sample"]
+    pd.testing.assert_frame_equal(numbers(df[ref.columns].sort_values(key, ignore_index=True)),
+                                  numbers(ref.sort_values(key, ignore_index=True)))
+    summary = subprocess.run([sys.executable, "-m", "capshift.experiment", "summary", "--results",
+                              str(tmp_path / "res")], capture_output=True, text=True, timeout=120)
+    assert summary.returncode == 0 and "LEAP_ACC" in summary.stdout and "haberman" in summary.stdout
