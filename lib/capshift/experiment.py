@@ -466,6 +466,8 @@ def _cap_trial(protocol, t, methods, classifier, measure, val_prop):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             spec = registry.get(name)
+            if not spec.make(h).supports(measure):  # declared by the class: skip before any fitting
+                continue
             if spec.family == "leap" and spec.params.get("quantifier") == "kdey":
                 if shared is None:  # one KDEy fit shared by the LEAP family (as the main runner does)
                     shared = Quantifier("kdey", h, random_state=seed).fit(X[va], y[va], 2)
@@ -473,8 +475,6 @@ def _cap_trial(protocol, t, methods, classifier, measure, val_prop):
             else:
                 est = make_method(name, h, random_state=seed)
             est.fit(X[va], y[va])
-            if not est.supports(measure):
-                continue
             predicted = np.asarray(est.predict_batch(samples, measure, posteriors=posts), dtype=float)
         blocks[name] = {"true": true, "predicted": predicted, "ae": np.abs(predicted - true),
                         "seconds": (time.perf_counter() - t0) / len(samples)}

@@ -53,7 +53,7 @@ from quapy.data import LabelledCollection
 from quapy.protocol import AbstractStochasticSeededProtocol, OnLabelledCollectionProtocol
 from sklearn.model_selection import train_test_split
 
-from ._validation import MAX_SEED, check_fraction, check_int, check_seed, check_X
+from ._validation import MAX_SEED, check_finite_array, check_fraction, check_int, check_labels, check_seed, check_X
 
 __all__ = ["taxonomy", "binarise", "cut_points", "ShiftSamples", "Trial", "PriorShift", "GlobalCovariateShift",
            "LocalCovariateShift", "ConceptShift", "PROTOCOLS", "dirichlet_prevalences", "gaussian_shift_data",
@@ -140,16 +140,13 @@ def cut_points(labels) -> tuple[float, ...]:
 # ---------------------------------------------------------------------------------------------------------
 # Validation helpers
 # ---------------------------------------------------------------------------------------------------------
-def _grid(values, name: str, low: float = 0.0, high: float = 1.0) -> np.ndarray:
-    """A 1-d grid of reals in [low, high] (no NaN); ValueError names the argument and the bad value."""
+def _grid(values, name: str, low: float | None = 0.0, high: float | None = 1.0) -> np.ndarray:
+    """A non-empty 1-d grid of finite reals in [low, high]; ValueError/TypeError name the argument."""
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of numbers, got a string")
-    arr = np.atleast_1d(np.asarray(values, dtype=float)) if np.ndim(values) <= 1 else None
-    if arr is None or arr.size == 0:
+    arr = check_finite_array(np.atleast_1d(values), name, ndim=1, low=low, high=high)
+    if arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-d sequence of numbers, got {values!r}")
-    bad = ~np.isfinite(arr) | (arr < low) | (arr > high)
-    if bad.any():
-        raise ValueError(f"{name} must hold values in [{low}, {high}], got {arr[bad][0]}")
     return arr
 
 
@@ -467,15 +464,13 @@ class PriorShift(_ShiftFamily):
                  replace: bool = True, random_state: int = 0, return_type: str = "sample_prev"):
         super().__init__(train_size, test_size, n_samples, repeats, train_prop, replace, random_state, return_type)
         self.X_ = _features(X)
-        y = np.asarray(y)
-        if y.shape != (self.X_.shape[0],) or y.dtype.kind not in "iu" or y.min() < 0:
-            raise ValueError(f"y must be an int array of shape ({self.X_.shape[0]},) with class codes 0..n-1, got "
-                             f"shape {y.shape} and dtype {y.dtype}")
+        # class codes through the validation layer (integral floats such as 0.0/1.0 are codes), any number of classes
+        y = check_labels(y, np.iinfo(np.int64).max, "y", n_items=self.X_.shape[0])
         n = int(y.max()) + 1
         if n < 2 or np.any(np.bincount(y, minlength=n) == 0):
             raise ValueError(f"y must contain every class 0..{n - 1} (at least 2 classes), got counts "
                              f"{np.bincount(y, minlength=n).tolist()}")
-        self.y_, self.n_classes_, self.classes_ = y.astype(np.int64), n, np.arange(n)
+        self.y_, self.n_classes_, self.classes_ = y, n, np.arange(n)
         self.train_prevalences_ = self._prevalences(train_prevalences, "train_prevalences", True)
         self.test_prevalences_ = self._prevalences(test_prevalences, "test_prevalences", False)
         counts = np.array([_counts(self.train_size, p) for p in self.train_prevalences_])
@@ -784,11 +779,12 @@ class ConceptShift(_ShiftFamily):
         self.y_ = np.zeros(len(keep), dtype=np.int64)  # placeholder: labels depend on the cut of each sample
         self.n_classes_, self.classes_ = 2, np.array([0, 1])
         self.train_pool_, self.test_pool_ = _split_pools(self.levels_, train_prop, self.random_state)
+        self._pool_levels = {"train": self.levels_[self.train_pool_], "test": self.levels_[self.test_pool_]}
         self._check_supply()
 
     @staticmethod
     def _cuts_grid(values, name, lv):
-        arr = _grid(values, name, low=-np.inf, high=np.inf)
+        arr = _grid(values, name, low=None, high=None)
         bad = arr[(arr <= lv[0]) | (arr >= lv[-1])]
         if bad.size:
             raise ValueError(f"{name} must lie strictly between the smallest and largest level ({lv[0]} and "
@@ -807,12 +803,12 @@ class ConceptShift(_ShiftFamily):
         return idx[levels[idx] != cut]
 
     def _draw_train(self, rng, cond):
-        lv = self.levels_[self.train_pool_]
-        return self._uniform(rng, len(self.train_pool_), self.train_size, cond["c_L"], lv, "train_size")
+        lv = self._pool_levels["train"]
+        return self._uniform(rng, len(lv), self.train_size, cond["c_L"], lv, "train_size")
 
     def _draw_test(self, rng, train, cond):
-        lv = self.levels_[self.test_pool_]
-        return self._uniform(rng, len(self.test_pool_), self.test_size, cond["c_U"], lv, "test_size")
+        lv = self._pool_levels["test"]
+        return self._uniform(rng, len(lv), self.test_size, cond["c_U"], lv, "test_size")
 
     def _train_labels(self, train, idx):
         return (self.levels_[idx] > train["c_L"]).astype(np.int64)
@@ -821,7 +817,7 @@ class ConceptShift(_ShiftFamily):
         return [c["c_U"] for c in conds]
 
     def _sample_row(self, train, cond):
-        lv_te, lv_tr = self.levels_[self.test_pool_], self.levels_[self.train_pool_]
+        lv_te, lv_tr = self._pool_levels["test"], self._pool_levels["train"]
         kept = lv_te != cond["c_U"]
         share = kept.mean()
         return {"degree": round(train["c_L"] - cond["c_U"], 6) + 0.0, "size": int(round(self.test_size * share)),
