@@ -39,8 +39,9 @@ from .quantifiers import QUANTIFIERS, Quantifier
 from .tables import contingency_table, get_measure
 
 __all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "quacc_train_prevalences", "run_quacc_protocol", "make_classifier",
-           "make_method", "run_experiment", "run_many", "summarise", "SHIFT_QUANTIFIERS", "SHIFT_CAP_METHODS",
-           "SHIFT_GRID", "make_shift_quantifier", "run_shift_quantifiers", "run_shift_cap", "wilcoxon_marks"]
+           "make_method", "run_experiment", "run_many", "summarise", "cell_errors", "SHIFT_QUANTIFIERS", "SHIFT_CAP_METHODS",
+           "SHIFT_GRID", "make_shift_quantifier", "run_shift_quantifiers", "run_shift_cap", "wilcoxon_marks",
+           "significance"]
 
 #: Classifier names of the LEAP paper (Sect. 5.4): scikit-learn defaults, k = 10 for kNN, RBF SVM
 #: with Platt posteriors, MLP with hidden layers (100, 15) as the paper states.
@@ -133,7 +134,9 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
         One row per (method, sample, measure): ``dataset, classifier, method, sample, true_prev``
         (tuple), ``shift`` (L1 distance between V's and the sample's prevalence, as the paper's
         Sect. 5.13), ``measure, true, predicted, ae, path`` (LEAP solve path or ""), ``seconds``
-        (per-sample prediction time, including the quantifier's share).
+        (per-sample prediction time, including the quantifier's share), ``q_ae`` (the quantification error
+        of the method's quantifier on the sample, mean over classes of |q-hat_i - q_i|, as the paper's
+        Fig. 1b; NaN for methods without a quantifier on the shared path, 0 for the oracle).
     """
     specs, measures = _check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver)
     ctx = _prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
@@ -144,7 +147,7 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
 
 #: Columns of :func:`run_experiment`'s tidy frame, in order.
 RESULT_COLUMNS = ["dataset", "classifier", "method", "sample", "true_prev", "shift", "measure", "true",
-                  "predicted", "ae", "path", "seconds"]
+                  "predicted", "ae", "path", "seconds", "q_ae"]
 
 
 def _shared_quantifier(spec):
@@ -213,8 +216,10 @@ def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
         est.fit(split.X_V, split.y_V)
     if spec.cls.shared_prevalence_path:  # the shared (gamma, q-hat) path
         t0 = time.perf_counter()
-        tables = est.tables_from_prevalences(ctx.gamma, ctx.q_hat.get(qname, ctx.true_prev))
+        q_hat = ctx.q_hat.get(qname, ctx.true_prev)
+        tables = est.tables_from_prevalences(ctx.gamma, q_hat)
         secs = (time.perf_counter() - t0) / k + ctx.q_secs.get(qname, 0.0)
+        q_ae = np.abs(q_hat - ctx.true_prev).mean(axis=1) if qname is not None else np.full(k, np.nan)
         predictions = {m: get_measure(m)(tables) for m in measures}
     else:
         samples = [split.X_U[i] for i in idx]
@@ -222,6 +227,7 @@ def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
         t0 = time.perf_counter()
         predictions = est.predict_measures(samples, measures, prevalences=ctx.true_prev, posteriors=post)
         secs = (time.perf_counter() - t0) / k
+        q_ae = np.full(k, np.nan)
     secs = np.broadcast_to(secs, (k,))
     paths = getattr(est, "paths_", np.full(k, "", dtype=object))
     rows = []
@@ -230,8 +236,39 @@ def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
         for s in range(k):
             rows.append((split.name, ctx.classifier, name, s, tuple(np.round(ctx.true_prev[s], 6)),
                          float(ctx.shift[s]), m, float(true_v[s]), float(pred_v[s]),
-                         float(abs(true_v[s] - pred_v[s])), str(paths[s]), float(secs[s])))
+                         float(abs(true_v[s] - pred_v[s])), str(paths[s]), float(secs[s]), float(q_ae[s])))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def cell_errors(dataset, classifier: str = "lr", methods=("Naive", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy"),
+                protocol: str = "upp", n_samples: int = 1000, sample_size: int = 100, seed: int = 0,
+                solver: str = "active_set") -> dict:
+    """Mean absolute error of every cell of the estimated contingency table (the LEAP paper's Fig. 3).
+
+    Same split, classifier and test samples as :func:`run_experiment` with the same arguments; for each
+    method, ``e_ij = mean over samples of |C-hat^U_ij - C^U_ij|`` (tables normalised to sum 1, rows true
+    class, columns predicted class). Only methods that estimate the whole table (those on the shared
+    (gamma, q-hat) path: Naive and the LEAP family) can be used.
+
+    Returns ``{method: ndarray (n, n) float}`` in the order of ``methods``. Raises ValueError for a method
+    that does not estimate tables, or for bad arguments (see :func:`run_experiment`).
+    """
+    specs, _ = _check_run_args(classifier, methods, protocol, n_samples, sample_size, ("accuracy",), seed, solver)
+    no_table = [name for name, spec in specs if not spec.cls.shared_prevalence_path]
+    if no_table:
+        raise ValueError(f"methods {no_table} predict a measure, not the contingency table; cell_errors needs "
+                         "table methods (Naive, the LEAP family)")
+    ctx = _prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed)
+    out = {}
+    for name, spec in specs:
+        qname = _shared_quantifier(spec)
+        est = make_method(name, ctx.h, quantifier=ctx.quantifiers.get(qname), solver=solver, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est.fit(ctx.split.X_V, ctx.split.y_V)
+        tables = est.tables_from_prevalences(ctx.gamma, ctx.q_hat.get(qname, ctx.true_prev))
+        out[name] = np.abs(tables - ctx.true_tables).mean(axis=0)
+    return out
 
 
 def run_many(names, n_jobs: int = 1, progress: bool = True, **kwargs) -> pd.DataFrame:
@@ -508,42 +545,93 @@ def run_shift_cap(protocol, methods=SHIFT_CAP_METHODS, classifier: str = "lr", m
     return pd.concat(frames, ignore_index=True)
 
 
+def significance(results: pd.DataFrame, by="dataset", pair=("sample",), method: str = "method",
+                 value: str = "ae") -> pd.DataFrame:
+    """The best method per group and a paired Wilcoxon signed-rank test of every other method against it.
+
+    In each group of ``by`` (e.g. a dataset of one table) the methods with the lowest mean of ``value`` are
+    the best (several when their means tie exactly); every other method is compared with the first best
+    by ``scipy.stats.wilcoxon`` on the values paired by ``pair`` (the same test samples), p = 1 when the
+    paired differences are all zero. A method with no rows in a group is absent from that group (a missing
+    table cell); a method with some but not all of the group's keys raises, since the values would not be
+    paired. Used by :func:`wilcoxon_marks` (the dataset-shift paper's bands) and by the experiments chapter
+    (the LEAP paper's Tables 1-13: bold best, dagger for p >= 0.01, its Sect. 5.3).
+
+    Parameters
+    ----------
+    results : DataFrame with the columns ``by``, ``pair``, ``method`` and ``value``.
+    by : str or list of str, or None for one group of all rows.
+    pair : tuple of str
+        Columns identifying a paired observation within a group (e.g. ``("sample",)``).
+
+    Returns
+    -------
+    DataFrame with one row per (group, method present): the ``by`` columns, ``method``, ``mean`` (float),
+    ``n`` (int), ``best`` (bool), ``pvalue`` (float; NaN for the best). Groups and methods in order of
+    appearance.
+
+    Raises
+    ------
+    ValueError
+        A missing column, or a method whose values in a group are not paired with the best's.
+    """
+    from scipy.stats import wilcoxon
+    by = [] if by is None else [by] if isinstance(by, str) else list(by)
+    pair = [pair] if isinstance(pair, str) else list(pair)
+    need = set(by) | set(pair) | {method, value}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        have = set(results.columns) if isinstance(results, pd.DataFrame) else set()
+        raise ValueError(f"results lack the columns {sorted(need - have)}: pass a tidy frame with columns "
+                         f"{sorted(need)}")
+    if results.duplicated(by + pair + [method]).any():
+        raise ValueError(f"results have several {value!r} values for one ({', '.join(by + pair + [method])}) key; "
+                         "select one measure/classifier before testing")
+    methods = list(dict.fromkeys(results[method]))
+    groups = results.groupby(by, sort=False) if by else [((), results)]
+    rows = []
+    for key, block in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        wide = block.pivot(index=pair, columns=method, values=value)
+        present = [m for m in methods if m in wide.columns]
+        partial = [m for m in present if wide[m].isna().any()]
+        if partial:
+            raise ValueError(f"group {dict(zip(by, key))}: method(s) {partial} lack values for some of the "
+                             f"{len(wide)} ({', '.join(pair)}) keys the other methods have: the values are not paired")
+        means = wide[present].mean()
+        best = [m for m in present if means[m] == means.min()]
+        for m in present:
+            if m in best:
+                p = float("nan")
+            else:
+                d = wide[m] - wide[best[0]]
+                p = 1.0 if np.allclose(d, 0) else float(wilcoxon(wide[m], wide[best[0]]).pvalue)
+            rows.append((*key, m, float(means[m]), int(len(wide)), m in best, p))
+    return pd.DataFrame(rows, columns=by + [method, "mean", "n", "best", "pvalue"])
+
+
 def wilcoxon_marks(results: pd.DataFrame, by="degree", method: str = "method", value: str = "ae",
                    pair=("trial", "sample_id"), decimals: int = 3) -> pd.DataFrame:
     """Mean of ``value`` per group and method with the dataset-shift paper's significance marks (Sect. 5.2).
 
     In each group of ``by`` the method with the lowest mean is the best (bold, ``**.014**``); every other
     method is compared with it by a Wilcoxon signed-rank test on values paired by the columns ``by`` +
-    ``pair`` (``scipy.stats.wilcoxon``), and marked ``‡`` when p >= 0.05, ``†`` when 0.001 < p < 0.05, and
+    ``pair`` (:func:`significance`), and marked ``‡`` when p >= 0.05, ``†`` when 0.001 < p < 0.05, and
     left unmarked when p <= 0.001. Returns a DataFrame of strings (rows: groups, columns: methods in
-    order of appearance). Raises ValueError for missing columns or unpaired values.
+    order of appearance; empty where a method has no values in a group). Raises ValueError for missing
+    columns or unpaired values.
     """
-    from scipy.stats import wilcoxon
     by = [by] if isinstance(by, str) else list(by)
-    need = set(by) | set(pair) | {method, value}
-    if not need <= set(results.columns):
-        raise ValueError(f"results lack the columns {sorted(need - set(results.columns))}")
-    methods = list(dict.fromkeys(results[method]))
-    wide = results.pivot_table(index=by + list(pair), columns=method, values=value, aggfunc="first")
-    if wide.isna().any().any():
-        raise ValueError("every method needs a value for every (group, pair) key: the results are not paired")
+    sig = significance(results, by, pair, method, value)
     out = {}
-    for key, block in wide.groupby(level=by, sort=False):
-        means = block.mean()
-        best = means.idxmin()
+    for key, block in sig.groupby(by, sort=False):
         row = {}
-        for m in methods:
-            txt = f"{means[m]:.{decimals}f}".lstrip("0") if means[m] < 1 else f"{means[m]:.{decimals}f}"
-            if m == best:
-                row[m] = f"**{txt}**"
-                continue
-            d = block[m] - block[best]
-            p = 1.0 if np.allclose(d, 0) else float(wilcoxon(block[m], block[best]).pvalue)
-            row[m] = ("‡" if p >= 0.05 else "†" if p > 0.001 else "") + txt
+        for m, mean, best, p in zip(block[method], block["mean"], block["best"], block["pvalue"]):
+            txt = f"{mean:.{decimals}f}".lstrip("0") if mean < 1 else f"{mean:.{decimals}f}"
+            row[m] = f"**{txt}**" if best else ("‡" if p >= 0.05 else "†" if p > 0.001 else "") + txt
         out[key if len(by) > 1 else key[0] if isinstance(key, tuple) else key] = row
-    table = pd.DataFrame.from_dict(out, orient="index")[methods]
+    table = pd.DataFrame.from_dict(out, orient="index").reindex(columns=list(dict.fromkeys(results[method])))
     table.index.name = by[0] if len(by) == 1 else None
-    return table
+    return table.fillna("")
 
 
 # The resumable grid runner and its command line live in capshift.grid, which imports this module; they are

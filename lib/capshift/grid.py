@@ -40,6 +40,7 @@ from tqdm import tqdm
 from . import __version__, registry
 from . import datasets as _datasets
 from ._validation import check_int
+from .leap import DEFAULT_SOLVER, SOLVERS
 from .experiment import (CLASSIFIERS, DEFAULT_METHODS, RESULT_COLUMNS, _check_run_args, _method_frame,
                          _prepare)
 
@@ -60,7 +61,7 @@ def _spec_text(spec) -> str:
 
 
 def cell_key(dataset: str, classifier: str, method: str, protocol: str = "upp", n_samples: int = 1000,
-             sample_size: int = 100, measures=("accuracy",), seed: int = 0, solver: str = "osqp") -> dict:
+             sample_size: int = 100, measures=("accuracy",), seed: int = 0, solver: str = DEFAULT_SOLVER) -> dict:
     """The cache key of one cell: every parameter that changes its numbers, plus ``capshift.__version__``."""
     spec = registry.get(method)
     return {"dataset": dataset, "classifier": classifier, "method": spec.name, "method_spec": _spec_text(spec),
@@ -210,7 +211,7 @@ def _check_grid_args(names, kind):
 
 def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=None, *, protocol: str = "upp",
              n_samples: int = 1000, sample_size: int = 100, measures=("accuracy",), seed: int = 0,
-             solver: str = "osqp", n_jobs: int = 1, backend: str = "loky", scheduler=None,
+             solver: str = DEFAULT_SOLVER, n_jobs: int = 1, backend: str = "loky", scheduler=None,
              progress: bool = True) -> pd.DataFrame:
     """Run a grid of datasets x classifiers x methods, resumably, and return its tidy results.
 
@@ -382,7 +383,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--measures", nargs="+", default=["accuracy"], metavar="NAME",
                    help="measures to predict (default: accuracy)")
     r.add_argument("--seed", type=int, default=0, help="seed of split, classifier and protocol (default: 0)")
-    r.add_argument("--solver", default="osqp", help="LEAP solver: osqp or slsqp (default: osqp)")
+    r.add_argument("--solver", default=DEFAULT_SOLVER,
+                   help=f"LEAP solver, one of {', '.join(SOLVERS)} (default: %(default)s)")
     r.add_argument("--n-jobs", type=int, default=-1, help="workers for loky (default: -1, all cores)")
     r.add_argument("--backend", default="loky", help="loky (default), dask or ray")
     r.add_argument("--scheduler", default=None, metavar="ADDRESS",

@@ -276,8 +276,9 @@ class LEAP(_LEAPEstimator):
     classifier : fitted scikit-learn classifier over classes 0..n-1
         The classifier h (never refitted).
     quantifier : str, quapy AggregativeQuantifier or capshift Quantifier
-        Estimator of the test prevalence (Eq. 21): "acc" (LEAP_ACC), "kdey" (LEAP_KDEy, default),
-        "cc", "sld", "oracle" (true prevalence passed to predict), or an instance.
+        Estimator of the test prevalence (Eq. 21): "acc" (LEAP_ACC), "kdey" (LEAP_KDEy, default: KDEy-ML on
+        a surrogate MLP), "kdey-h" (KDEy-ML on h's own posteriors), "cc", "sld", "oracle" (true prevalence
+        passed to predict), or an instance.
     measure : str
         Default measure of ``predict`` (any name of :data:`capshift.tables.MEASURES`).
     solver : {"active_set", "osqp", "slsqp"}

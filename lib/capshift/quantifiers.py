@@ -12,6 +12,9 @@ Names (LEAP 2025, Sects. 4.3-4.4; DS 2024, Sect. 5):
   validation predictions (LEAP_ACC), QuaPy's ``ACC`` with Bunse's (2022) constrained solver.
 - ``"kdey"``: KDEy-ML (Moreo et al. 2025) on a surrogate scikit-learn ``MLPClassifier`` trained on
   V with 5-fold cross-validated posteriors, bandwidth 0.1 (as in the LEAP authors' code).
+- ``"kdey-h"``: KDEy-ML on the *target* classifier's own posteriors on V (no surrogate, no
+  cross-validation: h was trained on L, so its posteriors on V are already held out). The variant the
+  LEAP authors' public code also offers; the paper's footnote 4 describes the surrogate (``"kdey"``).
 - ``"cc"``: classify and count with the target classifier.
 - ``"sld"``: SLD/EMQ (Saerens et al. 2002) on the target classifier's posteriors.
 - ``"oracle"``: the true prevalence, which the caller passes in (upper-bound studies).
@@ -32,7 +35,7 @@ from ._validation import (ATOL, check_classifier, check_distribution, check_ever
 
 __all__ = ["QUANTIFIERS", "Quantifier", "make_quantifier", "check_prevalence", "resolve_quantifier"]
 
-QUANTIFIERS = ("acc", "kdey", "cc", "sld", "oracle")
+QUANTIFIERS = ("acc", "kdey", "kdey-h", "cc", "sld", "oracle")
 
 
 def resolve_quantifier(quantifier, choices):
@@ -111,11 +114,15 @@ class Quantifier:
         if h is None:
             raise ValueError(f"quantifier {m!r} reuses the target classifier: pass classifier=")
         check_classifier(h)
-        if key == "sld" and not hasattr(h, "predict_proba"):
-            raise TypeError(f"quantifier 'sld' needs posterior probabilities, but {type(h).__name__} has no "
+        if key in ("sld", "kdey-h") and not hasattr(h, "predict_proba"):
+            raise TypeError(f"quantifier {key!r} needs posterior probabilities, but {type(h).__name__} has no "
                             "predict_proba; use 'acc' or 'kdey', or a probabilistic classifier")
         if key == "cc":
             return CC(h, fit_classifier=False)
+        if key == "kdey-h":
+            check_fraction(self.bandwidth, "bandwidth", 0.0, np.inf)
+            return KDEyML(h, fit_classifier=False, val_split=None, bandwidth=self.bandwidth,
+                          random_state=self.random_state)
         return {"acc": ACC, "sld": EMQ}[key](h, fit_classifier=False, val_split=None)
 
     def fit(self, X_val, y_val, n_classes: int):

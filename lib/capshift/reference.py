@@ -13,7 +13,8 @@ from functools import lru_cache
 
 import pandas as pd
 
-__all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side", "dataset_shift_tables"]
+__all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side", "marked_table",
+           "dataset_shift_tables"]
 
 TABLES = {
     "leap2025_table1": "leap2025_table1_LR_binary_acc.csv",
@@ -94,8 +95,10 @@ def compare(results: pd.DataFrame, paper: str = "leap2025", aliases: dict | None
 
     Returns
     -------
-    DataFrame with columns ``task, measure, dataset, method, mean, std, paper_mean, paper_std``
-    (NaN where the paper has no value). After the per-dataset rows of each (task, measure) come two
+    DataFrame with columns ``task, measure, dataset, method, mean, std, paper_mean, paper_std, paper_best,
+    paper_dagger`` (NaN where the paper has no value; ``paper_best``: the paper's value is the lowest of its
+    row over all the paper's methods (its bold; over the methods run for the "datasets run" average);
+    ``paper_dagger``: the paper marks it † (not significantly different from its best)). After the per-dataset rows of each (task, measure) come two
     Average rows: ``"Average (datasets run)"`` (mean of the per-dataset means; std of all samples
     pooled, and for the paper's values the same pooling from its per-dataset mean and std, which
     reproduces its printed Average std) and ``"Average (paper, all datasets)"`` (the paper's own row).
@@ -133,19 +136,31 @@ def compare(results: pd.DataFrame, paper: str = "leap2025", aliases: dict | None
         keys = list(zip(ours["paper_dataset"], ours["method"].map(lambda m: aliases.get(m, m))))
         ours["paper_mean"] = [pub["mean"].get(k, float("nan")) for k in keys]
         ours["paper_std"] = [pub["std"].get(k, float("nan")) for k in keys]
+        if len(pub):  # the paper's best of its row (over all its methods) and its dagger
+            row_min = pub["mean"].groupby(level="dataset").transform("min")
+            pub_best = (pub["mean"] == row_min)
+        else:
+            pub_best = pub["mean"]
+        ours["paper_best"] = [bool(pub_best.get(k, False)) for k in keys]
+        ours["paper_dagger"] = [bool(pub["dagger"].get(k, 0) == 1) for k in keys]
         ours = ours.rename(columns={"paper_dataset": "dataset"})
         avg = ours.groupby("method", sort=False).agg(mean=("mean", "mean"), paper_mean=("paper_mean", "mean"))
         avg["std"] = d.groupby("method")["ae"].std(ddof=0)
         avg["paper_std"] = ours.groupby("method", sort=False).apply(
             lambda x: (x["paper_std"] ** 2).mean() + x["paper_mean"].var(ddof=0), include_groups=False) ** 0.5
+        avg["paper_best"] = avg["paper_mean"] == avg["paper_mean"].min()
+        avg["paper_dagger"] = False
         paper_avg = [(m, pub["mean"].get(("Average", aliases.get(m, m)), float("nan")),
-                      pub["std"].get(("Average", aliases.get(m, m)), float("nan"))) for m in avg.index]
+                      pub["std"].get(("Average", aliases.get(m, m)), float("nan")),
+                      bool(pub_best.get(("Average", aliases.get(m, m)), False)),
+                      bool(pub["dagger"].get(("Average", aliases.get(m, m)), 0) == 1)) for m in avg.index]
         out += [ours, avg.reset_index().assign(dataset="Average (datasets run)"),
-                pd.DataFrame(paper_avg, columns=["method", "paper_mean", "paper_std"])
+                pd.DataFrame(paper_avg, columns=["method", "paper_mean", "paper_std", "paper_best", "paper_dagger"])
                   .assign(dataset="Average (paper, all datasets)")]
         for frame in out[-3:]:
             frame["task"], frame["measure"] = task, measure
-    cols = ["task", "measure", "dataset", "method", "mean", "std", "paper_mean", "paper_std"]
+    cols = ["task", "measure", "dataset", "method", "mean", "std", "paper_mean", "paper_std", "paper_best",
+            "paper_dagger"]
     return pd.concat(out, ignore_index=True)[cols]
 
 
@@ -167,6 +182,62 @@ def side_by_side(comparison: pd.DataFrame, task: str, measure: str, methods=None
     wide = d.pivot(index="dataset", columns="method", values=["ours", "paper"]).swaplevel(axis=1)
     return wide.reindex(index=list(dict.fromkeys(d["dataset"])),
                         columns=pd.MultiIndex.from_product([methods, ["ours", "paper"]])).fillna("")
+
+
+def _short(x: float, decimals: int) -> str:
+    txt = f"{x:.{decimals}f}"
+    return txt[1:] if txt.startswith("0.") else txt
+
+
+def marked_table(comparison: pd.DataFrame, marks: pd.DataFrame, task: str, measure: str, methods=None,
+                 alpha: float = 0.01, decimals: int = 3) -> pd.DataFrame:
+    """One (task, measure) of :func:`compare` as a compact table of ``ours / paper`` cells with both marks.
+
+    A cell reads ``**.028**† / .031``: our mean AE, bold if it is the lowest of its row (``marks["best"]``),
+    † if it is not significantly different from the best (``marks["pvalue"] >= alpha``, the LEAP paper's
+    Wilcoxon test at 0.01, Sect. 5.3); then the paper's value with the paper's own bold and † (empty where
+    the paper has none). Means only: the standard deviations are in :func:`side_by_side`.
+
+    Parameters
+    ----------
+    comparison : DataFrame from :func:`compare`.
+    marks : DataFrame from :func:`capshift.experiment.significance` with columns ``dataset`` (the names of
+        ``comparison``, Average rows included), ``method``, ``best``, ``pvalue``.
+    methods : list of str or None (all, in order of appearance).
+    alpha : float in (0, 1); decimals : int.
+
+    Returns a DataFrame of str (rows: datasets in ``comparison``'s order; columns: ``methods``).
+    Raises ValueError if ``comparison`` has no row for (task, measure) or ``marks`` lacks a column.
+    """
+    d = comparison[(comparison["task"] == task) & (comparison["measure"] == measure)]
+    if d.empty:
+        raise ValueError(f"comparison has no rows for task={task!r}, measure={measure!r}")
+    need = {"dataset", "method", "best", "pvalue"}
+    if not need <= set(marks.columns):
+        raise ValueError(f"marks lack the columns {sorted(need - set(marks.columns))}: pass "
+                         "capshift.experiment.significance's output")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    methods = list(dict.fromkeys(d["method"])) if methods is None else list(methods)
+    mk = marks.set_index(["dataset", "method"])
+
+    def cell(row):
+        ours = ""
+        if pd.notna(row["mean"]):
+            ours = _short(row["mean"], decimals)
+            key = (row["dataset"], row["method"])
+            if key in mk.index:
+                best, p = bool(mk.loc[key, "best"]), mk.loc[key, "pvalue"]
+                ours = f"**{ours}**" if best else ours + ("†" if p >= alpha else "")
+        paper = ""
+        if pd.notna(row["paper_mean"]):
+            paper = _short(row["paper_mean"], decimals)
+            paper = f"**{paper}**" if row["paper_best"] else paper + ("†" if row["paper_dagger"] else "")
+        return f"{ours} / {paper}" if ours and paper else ours or (f"– / {paper}" if paper else "")
+
+    d = d.assign(cell=[cell(r) for _, r in d.iterrows()])
+    wide = d.pivot(index="dataset", columns="method", values="cell")
+    return wide.reindex(index=list(dict.fromkeys(d["dataset"])), columns=methods).fillna("")
 
 
 def dataset_shift_tables() -> pd.DataFrame:

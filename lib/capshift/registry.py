@@ -8,7 +8,8 @@ classifier. Adding a method is one class plus one :func:`register` line below.
 Families (:func:`names`):
 
 - ``"leap"``: ``<variant>_<quantifier>`` with variant ``S-LEAP``, ``LEAP``, ``O-LEAP`` and quantifier
-  ``ACC``, ``KDEy``, ``CC``, ``SLD``, ``oracle`` (LEAP 2025, Sects. 4.2-4.5).
+  ``ACC``, ``KDEy``, ``KDEy-h`` (KDEy on h's own posteriors instead of the paper's surrogate MLP), ``CC``,
+  ``SLD``, ``oracle`` (LEAP 2025, Sects. 4.2-4.5).
 - ``"baseline"``: ``Naive`` and the baselines of the LEAP paper's tables (:mod:`capshift.baselines`).
 - ``"quacc"``: ``QuAcc<variant>_<quantifier>`` (variant ``1xn2``, ``nxn``, ``1xn+1``; quantifier ``CC``,
   ``SLD``, ``KDEy``) and ``QuAcc(<quantifier>)``, the model-selected QuAcc of the QuAcc paper's tables.
@@ -95,7 +96,7 @@ def make_method(name: str, classifier, random_state=0, **params) -> CAPEstimator
 # ------------------------------------------------------------------------------------------- the methods
 register("Naive", Naive, "baseline")
 for _variant, _cls in (("S-LEAP", SLEAP), ("LEAP", LEAP), ("O-LEAP", OLEAP)):
-    for _q in ("ACC", "KDEy", "CC", "SLD", "oracle"):
+    for _q in ("ACC", "KDEy", "KDEy-h", "CC", "SLD", "oracle"):
         register(f"{_variant}_{_q}", _cls, "leap", quantifier=_q.lower())
 
 register("ATC", ATC, "baseline", score="maxconf")
