@@ -8,7 +8,8 @@ results directory as one parquet file (a temporary file in the same directory, t
 file is either complete or absent). A re-run reads the cells it finds and computes only the missing
 ones; the file name holds a hash of every parameter that changes the numbers (dataset, classifier,
 method and its registered class and parameters, protocol, number and size of samples, measures, seed,
-solver) and ``capshift.__version__``, so a changed parameter never reuses a stale cell.
+solver), ``capshift.__version__`` and a hash of capshift's source files, so a changed parameter or a changed
+method never reuses a stale cell.
 
 Parallelism goes through joblib with the backend as a parameter: ``"loky"`` (processes on this machine,
 the default), ``"dask"`` (a ``dask.distributed`` cluster: a Client, a scheduler address, the current
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -50,7 +52,7 @@ __all__ = ["BACKENDS", "KEY_FIELDS", "cell_key", "run_grid", "load_results", "ma
 BACKENDS = ("loky", "dask", "ray")
 #: The fields of a cell's cache key (also columns of :func:`load_results`).
 KEY_FIELDS = ("dataset", "classifier", "method", "method_spec", "protocol", "n_samples", "sample_size",
-              "measures", "seed", "solver", "version")
+              "measures", "seed", "solver", "version", "code")
 _META = b"capshift.cell"
 
 
@@ -60,13 +62,27 @@ def _spec_text(spec) -> str:
     return f"{spec.cls.__module__}.{spec.cls.__qualname__}({params})"
 
 
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of capshift's own source files: a cell computed by other code (an edit without a version bump,
+    e.g. while developing) is never reused."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def cell_key(dataset: str, classifier: str, method: str, protocol: str = "upp", n_samples: int = 1000,
              sample_size: int = 100, measures=("accuracy",), seed: int = 0, solver: str = DEFAULT_SOLVER) -> dict:
-    """The cache key of one cell: every parameter that changes its numbers, plus ``capshift.__version__``."""
+    """The cache key of one cell: every parameter that changes its numbers, plus ``capshift.__version__`` and
+    :func:`code_fingerprint`."""
     spec = registry.get(method)
     return {"dataset": dataset, "classifier": classifier, "method": spec.name, "method_spec": _spec_text(spec),
             "protocol": protocol, "n_samples": int(n_samples), "sample_size": int(sample_size),
-            "measures": list(measures), "seed": int(seed), "solver": solver, "version": __version__}
+            "measures": list(measures), "seed": int(seed), "solver": solver, "version": __version__,
+            "code": code_fingerprint()}
 
 
 def _file_name(key: dict) -> str:
