@@ -513,6 +513,17 @@ add("experiment.run_shift_cap(val_prop=1.5)",
     lambda: experiment.run_shift_cap(_shift().PriorShift(_SX, _SY, **_S), val_prop=1.5), Err("val_prop"))
 add("experiment.wilcoxon_marks(missing columns)", lambda: experiment.wilcoxon_marks(pd.DataFrame({"ae": [0.1]})),
     Err("columns"))
+add("experiment.significance(missing columns)", lambda: experiment.significance(pd.DataFrame({"ae": [0.1]})),
+    Err("columns"))
+add("experiment.significance(unpaired)", lambda: experiment.significance(pd.DataFrame(
+    {"dataset": ["a"] * 3, "sample": [0, 1, 0], "method": ["x", "x", "y"], "ae": [0.1, 0.2, 0.3]})), Err("paired"))
+add("experiment.cell_errors(a method without tables)", lambda: experiment.cell_errors("iris.2", methods=["ATC"]),
+    Err("table"))
+add("experiment.cell_errors(unknown method)", lambda: experiment.cell_errors("iris.2", methods=["XYZ"]), Err("method"))
+add("reference.marked_table(marks without columns)", lambda: reference.marked_table(
+    pd.DataFrame({"task": ["binary"], "measure": ["accuracy"], "dataset": ["a"], "method": ["x"], "mean": [0.1],
+                  "std": [0.0], "paper_mean": [0.1], "paper_std": [0.0], "paper_best": [True],
+                  "paper_dagger": [False]}), pd.DataFrame({"x": [1]}), "binary", "accuracy"), Err("marks"))
 add("plots.shift_boxplots(missing columns)", lambda: plots.shift_boxplots(pd.DataFrame({"ae": [0.1]})), Err("columns"))
 
 # ------------------------------------------------------------------------------------------ uncertainty

@@ -87,7 +87,8 @@ def test_interrupted_run_resumes_to_the_same_frame(reference, tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("change", [dict(seed=3), dict(n_samples=13), dict(sample_size=41), dict(measures=("f1",)),
-                                    dict(protocol="app"), dict(solver="slsqp"), "version", "method_params"])
+                                    dict(protocol="app"), dict(solver="slsqp"), "version", "code",
+                                    "method_params"])
 def test_changed_parameter_recomputes(reference, tmp_path, monkeypatch, change):
     import shutil
 
@@ -97,6 +98,8 @@ def test_changed_parameter_recomputes(reference, tmp_path, monkeypatch, change):
     kw, grid_args = dict(KW), dict(GRID, datasets=["haberman"], classifiers=["lr"])
     if change == "version":
         monkeypatch.setattr(grid, "__version__", "999.0")
+    elif change == "code":  # an edited method without a version bump: its cells are stale
+        monkeypatch.setattr(grid, "code_fingerprint", lambda: "0123456789abcdef")
     elif change == "method_params":  # the registry now builds LEAP_ACC differently: a stale cell must not be used
         from capshift import registry
         spec = registry.METHODS["LEAP_ACC"]

@@ -550,9 +550,9 @@ def significance(results: pd.DataFrame, by="dataset", pair=("sample",), method: 
     """The best method per group and a paired Wilcoxon signed-rank test of every other method against it.
 
     In each group of ``by`` (e.g. a dataset of one table) the methods with the lowest mean of ``value`` are
-    the best (several when their means tie exactly); every other method is compared with the first best
+    the best (several when their means tie, to 1e-12); every other method is compared with the first best
     by ``scipy.stats.wilcoxon`` on the values paired by ``pair`` (the same test samples), p = 1 when the
-    paired differences are all zero. A method with no rows in a group is absent from that group (a missing
+    paired differences are all zero (to ``numpy.allclose``). A method with no rows in a group is absent from that group (a missing
     table cell); a method with some but not all of the group's keys raises, since the values would not be
     paired. Used by :func:`wilcoxon_marks` (the dataset-shift paper's bands) and by the experiments chapter
     (the LEAP paper's Tables 1-13: bold best, dagger for p >= 0.01, its Sect. 5.3).
@@ -598,7 +598,7 @@ def significance(results: pd.DataFrame, by="dataset", pair=("sample",), method: 
             raise ValueError(f"group {dict(zip(by, key))}: method(s) {partial} lack values for some of the "
                              f"{len(wide)} ({', '.join(pair)}) keys the other methods have: the values are not paired")
         means = wide[present].mean()
-        best = [m for m in present if means[m] == means.min()]
+        best = [m for m in present if means[m] - means.min() <= 1e-12]  # ties up to round-off of the sums
         for m in present:
             if m in best:
                 p = float("nan")

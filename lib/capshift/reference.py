@@ -237,7 +237,7 @@ def marked_table(comparison: pd.DataFrame, marks: pd.DataFrame, task: str, measu
 
     d = d.assign(cell=[cell(r) for _, r in d.iterrows()])
     wide = d.pivot(index="dataset", columns="method", values="cell")
-    return wide.reindex(index=list(dict.fromkeys(d["dataset"])), columns=methods).fillna("")
+    return wide.reindex(index=list(dict.fromkeys(d["dataset"])), columns=methods).astype(object).fillna("")
 
 
 def dataset_shift_tables() -> pd.DataFrame:

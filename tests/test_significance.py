@@ -1,0 +1,142 @@
+"""The bold/dagger logic of the experiments chapter (experiment.significance, reference.marked_table),
+the per-cell table errors of Fig. 3 (experiment.cell_errors), the per-sample quantification error (q_ae)
+and the KDEy variant on h's posteriors."""
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import wilcoxon
+
+from capshift import experiment, reference
+
+
+def _frame(values: dict, dataset="d") -> pd.DataFrame:
+    rows = [(dataset, s, m, v) for m, vs in values.items() for s, v in enumerate(vs)]
+    return pd.DataFrame(rows, columns=["dataset", "sample", "method", "ae"])
+
+
+def test_best_and_pvalues_match_scipy():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0, 0.2, 40)
+    df = _frame({"A": base + 0.05, "B": base, "C": base + rng.normal(0, 0.01, 40)})
+    sig = experiment.significance(df).set_index("method")
+    best = sig.index[sig["best"]].tolist()
+    assert best == [sig["mean"].idxmin()] and np.isnan(sig.loc[best[0], "pvalue"])
+    for m in sig.index.drop(best[0]):
+        assert sig.loc[m, "pvalue"] == pytest.approx(wilcoxon(df[df.method == m]["ae"], df[df.method == best[0]]["ae"]).pvalue)
+    assert sig.loc["A", "pvalue"] < 1e-6  # uniformly worse by 0.05: clearly different
+    assert (sig["n"] == 40).all()
+
+
+def test_ties_are_all_best_and_identical_values_get_p_one():
+    v = [0.1, 0.3, 0.2, 0.4]
+    df = _frame({"A": v, "B": v, "C": [x + 0.1 for x in v]})
+    sig = experiment.significance(df).set_index("method")
+    assert sig["best"].tolist() == [True, True, False]
+    same = _frame({"A": v, "B": v[::-1]})  # equal means, different values: both best
+    assert experiment.significance(same)["best"].all()
+    df2 = _frame({"A": v, "B": [x + 1e-10 for x in v]})  # worse on every sample, but by nothing measurable
+    sig2 = experiment.significance(df2).set_index("method")
+    assert sig2["best"].tolist() == [True, False] and sig2.loc["B", "pvalue"] == 1.0
+
+
+def test_a_method_without_cells_in_a_group_is_absent_not_an_error():
+    df = pd.concat([_frame({"A": [0.1, 0.2, 0.3], "B": [0.2, 0.3, 0.4]}, "d1"),
+                    _frame({"A": [0.3, 0.2, 0.1]}, "d2")])
+    sig = experiment.significance(df, "dataset")
+    assert set(map(tuple, sig[["dataset", "method"]].values)) == {("d1", "A"), ("d1", "B"), ("d2", "A")}
+    assert sig.set_index(["dataset", "method"]).loc[("d2", "A"), "best"]
+    partial = pd.concat([df, _frame({"B": [0.5]}, "d2")])  # B on one of d2's three samples: not paired
+    with pytest.raises(ValueError, match="paired"):
+        experiment.significance(partial, "dataset")
+
+
+def test_wilcoxon_marks_keeps_empty_cells_for_missing_methods():
+    df = pd.concat([_frame({"A": [0.1, 0.2, 0.3], "B": [0.2, 0.3, 0.4]}, "d1"), _frame({"A": [0.3, 0.2, 0.1]}, "d2")])
+    table = experiment.wilcoxon_marks(df, by="dataset", pair=("sample",))
+    assert table.loc["d2", "B"] == "" and table.loc["d2", "A"] == "**.200**"
+    assert table.loc["d1", "A"] == "**.200**" and table.loc["d1", "B"].endswith(".300")
+
+
+def _comparison(rows):
+    cols = ["task", "measure", "dataset", "method", "mean", "std", "paper_mean", "paper_std", "paper_best", "paper_dagger"]
+    return pd.DataFrame([("binary", "accuracy", *r) for r in rows], columns=cols)
+
+
+def test_marked_table_cells():
+    comp = _comparison([("d", "A", 0.0281, 0.01, 0.031, 0.02, False, True),
+                        ("d", "B", 0.0302, 0.01, 0.025, 0.02, True, False),
+                        ("d", "C", 0.1, 0.01, np.nan, np.nan, False, False),
+                        ("Average (paper, all datasets)", "A", np.nan, np.nan, 0.05, 0.01, True, False)])
+    marks = pd.DataFrame({"dataset": ["d"] * 3, "method": ["A", "B", "C"], "best": [True, False, False],
+                          "pvalue": [np.nan, 0.02, 0.001]})
+    t = reference.marked_table(comp, marks, "binary", "accuracy", ["A", "B", "C", "D"])
+    assert t.loc["d", "A"] == "**.028** / .031†"  # our best in bold; the paper's dagger kept
+    assert t.loc["d", "B"] == ".030† / **.025**"  # p = .02 >= .01: dagger; the paper's bold kept
+    assert t.loc["d", "C"] == ".100"  # p = .001 < .01: no dagger; no paper value
+    assert t.loc["d", "D"] == ""  # a method not run: an empty cell
+    assert t.loc["Average (paper, all datasets)", "A"] == "– / **.050**"
+    t05 = reference.marked_table(comp, marks, "binary", "accuracy", ["C"], alpha=0.0005)
+    assert t05.loc["d", "C"] == ".100†"
+
+
+def test_compare_marks_the_papers_best_of_its_row():
+    res = pd.DataFrame([("iris.2", "lr", m, s, "accuracy", a) for m, a in (("Naive", 0.2), ("O-LEAP_KDEy", 0.1))
+                        for s in range(3)], columns=["dataset", "classifier", "method", "sample", "measure", "ae"])
+    c = reference.compare(res).set_index(["dataset", "method"])
+    pub = reference.paper_values().loc["iris.2"]
+    best = pub["mean"].idxmin()
+    for m in ("Naive", "O-LEAP_KDEy"):
+        assert c.loc[("iris.2", m), "paper_best"] == (pub.loc[m, "mean"] == pub.loc[best, "mean"])
+        assert c.loc[("iris.2", m), "paper_dagger"] == (pub.loc[m, "dagger"] == 1)
+
+
+@pytest.fixture(scope="module")
+def small_run():
+    return experiment.run_experiment("iris.2", methods=["Naive", "ATC", "O-LEAP_KDEy", "O-LEAP_oracle", "O-LEAP_CC"],
+                                     n_samples=15, sample_size=30, progress=False)
+
+
+def _truth(name, n_samples, sample_size):
+    """The true tables of run_experiment's samples, rebuilt from the split and the protocol."""
+    from capshift import datasets, protocols
+    from capshift.tables import contingency_table
+    split = datasets.load(name, seed=0)
+    h = experiment.make_classifier("lr", 0).fit(split.X_L, split.y_L)
+    idx = protocols.upp_indices(split.y_U, sample_size, n_samples, 0, n_classes=split.n_classes)
+    true = np.stack([contingency_table(split.y_U[i], h.predict(split.X_U[i]), split.n_classes) for i in idx])
+    return split, h, true
+
+
+def test_quantification_error_per_sample(small_run):
+    acc = small_run[small_run["measure"] == "accuracy"].set_index(["method", "sample"])
+    assert (acc.loc["O-LEAP_oracle", "q_ae"] == 0).all()
+    assert acc.loc["Naive", "q_ae"].isna().all() and acc.loc["ATC", "q_ae"].isna().all()
+    # classify and count estimates the prevalence by h's predicted fractions gamma (the column sums)
+    _, _, true = _truth("iris.2", 15, 30)
+    expected = np.abs(true.sum(axis=1) - true.sum(axis=2)).mean(axis=1)
+    np.testing.assert_allclose(acc.loc["O-LEAP_CC", "q_ae"].to_numpy(), expected, atol=1e-9)
+    assert expected.max() > 0
+
+
+def test_cell_errors_of_naive_are_the_distance_to_the_validation_table():
+    from capshift.tables import contingency_table
+    e = experiment.cell_errors("iris.2", methods=["Naive", "O-LEAP_oracle"], n_samples=12, sample_size=30)
+    split, h, true = _truth("iris.2", 12, 30)
+    C_V = contingency_table(split.y_V, h.predict(split.X_V), 2)
+    np.testing.assert_allclose(e["Naive"], np.abs(C_V - true).mean(axis=0), atol=1e-12)
+    assert e["O-LEAP_oracle"].shape == (2, 2) and e["O-LEAP_oracle"].sum() < e["Naive"].sum()
+
+
+def test_kdey_on_h_posteriors_is_quapys_kdey_on_h():
+    from quapy.method.aggregative import KDEyML
+    from capshift import datasets
+    from capshift.quantifiers import Quantifier
+    split = datasets.load("cmc", seed=0)
+    h = experiment.make_classifier("lr", 0).fit(split.X_L, split.y_L)
+    ours = Quantifier("kdey-h", classifier=h, random_state=0).fit(split.X_V, split.y_V, 3)
+    ref = KDEyML(h, fit_classifier=False, val_split=None, bandwidth=0.1, random_state=0).fit(split.X_V, split.y_V)
+    for i in (slice(0, 50), slice(50, 150), slice(200, 260)):
+        np.testing.assert_allclose(ours.quantify(split.X_U[i]), ref.quantify(split.X_U[i]), atol=1e-9)
+    # and it differs from the paper's surrogate-MLP KDEy (a different model of the densities)
+    mlp = Quantifier("kdey", classifier=h, random_state=0).fit(split.X_V, split.y_V, 3)
+    assert not np.allclose(mlp.quantify(split.X_U[:100]), ours.quantify(split.X_U[:100]), atol=1e-3)
