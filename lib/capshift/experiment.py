@@ -39,8 +39,8 @@ from .quantifiers import QUANTIFIERS, Quantifier
 from .tables import contingency_table, get_measure
 
 __all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "quacc_train_prevalences", "run_quacc_protocol", "make_classifier",
-           "make_method", "run_experiment", "run_many", "summarise", "SHIFT_QUANTIFIERS", "SHIFT_CAP_METHODS",
-           "SHIFT_GRID", "make_shift_quantifier", "run_shift_quantifiers", "run_shift_cap", "wilcoxon_marks"]
+           "make_method", "run_experiment", "run_tables", "run_many", "summarise", "SHIFT_QUANTIFIERS",
+           "SHIFT_CAP_METHODS", "SHIFT_GRID", "make_shift_quantifier", "run_shift_quantifiers", "run_shift_cap", "wilcoxon_marks"]
 
 #: Classifier names of the LEAP paper (Sect. 5.4): scikit-learn defaults, k = 10 for kNN, RBF SVM
 #: with Platt posteriors, MLP with hidden layers (100, 15) as the paper states.
@@ -203,14 +203,20 @@ def _prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed,
     return ctx
 
 
-def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
-    """The tidy rows of one method on a prepared (dataset, classifier, seed): fit on V, predict every sample."""
-    split, h, idx, k, seed = ctx.split, ctx.h, ctx.idx, ctx.k, ctx.seed
+def _fit_method(ctx: _Context, name, spec, solver):
+    """One method on a prepared (dataset, classifier, seed), fitted on V (sharing the prepared quantifier)."""
     qname = _shared_quantifier(spec)
-    est = make_method(name, h, quantifier=ctx.quantifiers.get(qname), solver=solver, random_state=seed)
+    est = make_method(name, ctx.h, quantifier=ctx.quantifiers.get(qname), solver=solver, random_state=ctx.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        est.fit(split.X_V, split.y_V)
+        est.fit(ctx.split.X_V, ctx.split.y_V)
+    return est, qname
+
+
+def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
+    """The tidy rows of one method on a prepared (dataset, classifier, seed): fit on V, predict every sample."""
+    split, idx, k = ctx.split, ctx.idx, ctx.k
+    est, qname = _fit_method(ctx, name, spec, solver)
     if spec.cls.shared_prevalence_path:  # the shared (gamma, q-hat) path
         t0 = time.perf_counter()
         tables = est.tables_from_prevalences(ctx.gamma, ctx.q_hat.get(qname, ctx.true_prev))
@@ -232,6 +238,48 @@ def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
                          float(ctx.shift[s]), m, float(true_v[s]), float(pred_v[s]),
                          float(abs(true_v[s] - pred_v[s])), str(paths[s]), float(secs[s])))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def run_tables(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, protocol: str = "upp",
+               n_samples: int = 1000, sample_size: int = 100, seed: int = 0, solver: str = "osqp",
+               progress: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The true and the estimated contingency tables of :func:`run_experiment`'s test samples.
+
+    Same arguments, split, classifier, samples and fitted methods as :func:`run_experiment` (so that
+    ``accuracy(estimated[m])`` is the ``predicted`` accuracy of method ``m`` in its frame, sample by sample),
+    but the methods' whole tables are returned instead of the measures computed from them: what table-level
+    errors (e.g. :func:`capshift.emq.table_error`, QuAcc's evaluation) need.
+
+    Returns
+    -------
+    true_tables : numpy.ndarray, shape (k, n, n), float
+        Table of h on each test sample (rows true class, columns predicted class; each sums to 1),
+        ``k = n_samples`` in the protocol's sample order.
+    estimated : dict[str, numpy.ndarray]
+        Method name -> estimated tables, shape (k, n, n), same order and orientation.
+
+    Raises
+    ------
+    ValueError / TypeError
+        As :func:`run_experiment` for bad arguments; TypeError naming a method that estimates measures
+        directly instead of tables (``estimates_tables = False``, e.g. ATC, DoC).
+    """
+    specs, _ = _check_run_args(classifier, methods, protocol, n_samples, sample_size, ("accuracy",), seed, solver)
+    for name, spec in specs:
+        if not spec.cls.estimates_tables:
+            raise TypeError(f"methods: {name!r} estimates measures directly, not contingency tables; run_tables "
+                            "needs table methods (e.g. Naive, the LEAP family, CBPE, QuAcc); use run_experiment "
+                            f"for {name!r}")
+    ctx = _prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
+    estimated = {}
+    for name, spec in specs:
+        est, qname = _fit_method(ctx, name, spec, solver)
+        if spec.cls.shared_prevalence_path:
+            estimated[name] = est.tables_from_prevalences(ctx.gamma, ctx.q_hat.get(qname, ctx.true_prev))
+        else:
+            samples = [ctx.split.X_U[i] for i in ctx.idx]
+            estimated[name] = est.predict_table_batch(samples, prevalences=ctx.true_prev)
+    return ctx.true_tables, estimated
 
 
 def run_many(names, n_jobs: int = 1, progress: bool = True, **kwargs) -> pd.DataFrame:
