@@ -419,6 +419,11 @@ add("run_experiment(measures=('nope',))", lambda: experiment.run_experiment(S, m
 add("run_experiment(methods=['nope'])", lambda: experiment.run_experiment(S, **{**RUN, "methods": ["nope"]}), Err("method"))
 add("run_experiment(classifier='nope')", lambda: experiment.run_experiment(S, classifier="nope", **RUN), Err("classifier"))
 add("run_experiment(methods='Naive')", lambda: experiment.run_experiment(S, **{**RUN, "methods": "Naive"}), Err("methods"))
+add("run_tables(methods=['ATC']) (not a table method)",
+    lambda: experiment.run_tables(S, **{**RUN, "methods": ["ATC"]}), Err("methods"))
+add("run_tables(n_samples=0)", lambda: experiment.run_tables(S, **{**RUN, "n_samples": 0}), Err("n_samples"))
+add("run_tables(methods='Naive')", lambda: experiment.run_tables(S, **{**RUN, "methods": "Naive"}), Err("methods"))
+add("run_tables(solver='x')", lambda: experiment.run_tables(S, solver="x", **RUN), Err("solver"))
 add("quacc_train_prevalences(n_classes=1)", lambda: experiment.quacc_train_prevalences(1), Err("n_classes"))
 add("quacc_train_prevalences(n_train=0)", lambda: experiment.quacc_train_prevalences(2, 0), Err("n_train"))
 add("run_quacc_protocol(train_size=2)", lambda: experiment.run_quacc_protocol(S, train_size=2.0), Err("train_size"))
@@ -517,9 +522,6 @@ add("experiment.significance(missing columns)", lambda: experiment.significance(
     Err("columns"))
 add("experiment.significance(unpaired)", lambda: experiment.significance(pd.DataFrame(
     {"dataset": ["a"] * 3, "sample": [0, 1, 0], "method": ["x", "x", "y"], "ae": [0.1, 0.2, 0.3]})), Err("paired"))
-add("experiment.cell_errors(a method without tables)", lambda: experiment.cell_errors("iris.2", methods=["ATC"]),
-    Err("table"))
-add("experiment.cell_errors(unknown method)", lambda: experiment.cell_errors("iris.2", methods=["XYZ"]), Err("method"))
 add("reference.marked_table(marks without columns)", lambda: reference.marked_table(
     pd.DataFrame({"task": ["binary"], "measure": ["accuracy"], "dataset": ["a"], "method": ["x"], "mean": [0.1],
                   "std": [0.0], "paper_mean": [0.1], "paper_std": [0.0], "paper_best": [True],

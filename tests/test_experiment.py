@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from capshift.experiment import make_classifier, make_method, run_experiment, run_many, summarise
+from capshift.experiment import make_classifier, make_method, run_experiment, run_many, run_tables, summarise
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,36 @@ def test_oracle_beats_naive_under_shift(small):
     _, df = small
     acc = df[df.measure == "accuracy"].groupby("method")["ae"].mean()
     assert acc["O-LEAP_oracle"] < acc["Naive"]
+
+
+def test_run_tables_are_the_runners_tables(small):
+    """run_tables returns the tables behind run_experiment's numbers: their accuracy and F1 are the runner's
+    predicted values sample by sample, the true tables give its true values, and a method's table equals the
+    one its own estimator predicts on the same sample."""
+    kw, df = small
+    from capshift import datasets, protocols
+    from capshift.tables import accuracy, f1
+
+    true, est = run_tables("haberman", methods=kw["methods"], n_samples=kw["n_samples"],
+                           sample_size=kw["sample_size"], seed=kw["seed"])
+    assert true.shape == (25, 2, 2) and set(est) == set(kw["methods"])
+    np.testing.assert_allclose(true.sum(axis=(1, 2)), 1)
+    for name, tables in est.items():
+        assert tables.shape == (25, 2, 2)
+        for measure, f in (("accuracy", accuracy), ("f1", f1)):
+            rows = df[(df.method == name) & (df.measure == measure)].sort_values("sample")
+            np.testing.assert_allclose(f(tables), rows["predicted"], atol=1e-12)
+            np.testing.assert_allclose(f(true), rows["true"], atol=1e-12)
+    split = datasets.load("haberman", seed=3)
+    h = make_classifier("lr", 3).fit(split.X_L, split.y_L)
+    idx = protocols.upp_indices(split.y_U, 60, 25, 3, n_classes=2)
+    own = make_method("O-LEAP_KDEy", h, random_state=3).fit(split.X_V, split.y_V)
+    np.testing.assert_allclose(own.predict_table_batch([split.X_U[i] for i in idx]), est["O-LEAP_KDEy"], atol=1e-9)
+
+
+def test_run_tables_rejects_measure_only_methods():
+    with pytest.raises(TypeError, match="ATC"):
+        run_tables("haberman", methods=["Naive", "ATC"], n_samples=2, sample_size=50)
 
 
 def test_bad_names():

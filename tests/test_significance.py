@@ -1,6 +1,5 @@
-"""The bold/dagger logic of the experiments chapter (experiment.significance, reference.marked_table),
-the per-cell table errors of Fig. 3 (experiment.cell_errors), the per-sample quantification error (q_ae)
-and the KDEy variant on h's posteriors."""
+"""The bold/dagger logic of the experiments chapter (experiment.significance, reference.marked_table), the
+per-sample quantification error (q_ae) and the KDEy variant on h's posteriors."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -116,15 +115,6 @@ def test_quantification_error_per_sample(small_run):
     expected = np.abs(true.sum(axis=1) - true.sum(axis=2)).mean(axis=1)
     np.testing.assert_allclose(acc.loc["O-LEAP_CC", "q_ae"].to_numpy(), expected, atol=1e-9)
     assert expected.max() > 0
-
-
-def test_cell_errors_of_naive_are_the_distance_to_the_validation_table():
-    from capshift.tables import contingency_table
-    e = experiment.cell_errors("iris.2", methods=["Naive", "O-LEAP_oracle"], n_samples=12, sample_size=30)
-    split, h, true = _truth("iris.2", 12, 30)
-    C_V = contingency_table(split.y_V, h.predict(split.X_V), 2)
-    np.testing.assert_allclose(e["Naive"], np.abs(C_V - true).mean(axis=0), atol=1e-12)
-    assert e["O-LEAP_oracle"].shape == (2, 2) and e["O-LEAP_oracle"].sum() < e["Naive"].sum()
 
 
 def test_kdey_on_h_posteriors_is_quapys_kdey_on_h():

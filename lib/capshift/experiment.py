@@ -39,9 +39,9 @@ from .quantifiers import QUANTIFIERS, Quantifier
 from .tables import contingency_table, get_measure
 
 __all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "quacc_train_prevalences", "run_quacc_protocol", "make_classifier",
-           "make_method", "run_experiment", "run_many", "summarise", "cell_errors", "SHIFT_QUANTIFIERS", "SHIFT_CAP_METHODS",
-           "SHIFT_GRID", "make_shift_quantifier", "run_shift_quantifiers", "run_shift_cap", "wilcoxon_marks",
-           "significance"]
+           "make_method", "run_experiment", "run_tables", "run_many", "summarise", "SHIFT_QUANTIFIERS",
+           "SHIFT_CAP_METHODS", "SHIFT_GRID", "make_shift_quantifier", "run_shift_quantifiers", "run_shift_cap",
+           "wilcoxon_marks", "significance"]
 
 #: Classifier names of the LEAP paper (Sect. 5.4): scikit-learn defaults, k = 10 for kNN, RBF SVM
 #: with Platt posteriors, MLP with hidden layers (100, 15) as the paper states.
@@ -206,14 +206,20 @@ def _prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed,
     return ctx
 
 
-def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
-    """The tidy rows of one method on a prepared (dataset, classifier, seed): fit on V, predict every sample."""
-    split, h, idx, k, seed = ctx.split, ctx.h, ctx.idx, ctx.k, ctx.seed
+def _fit_method(ctx: _Context, name, spec, solver):
+    """One method on a prepared (dataset, classifier, seed), fitted on V (sharing the prepared quantifier)."""
     qname = _shared_quantifier(spec)
-    est = make_method(name, h, quantifier=ctx.quantifiers.get(qname), solver=solver, random_state=seed)
+    est = make_method(name, ctx.h, quantifier=ctx.quantifiers.get(qname), solver=solver, random_state=ctx.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        est.fit(split.X_V, split.y_V)
+        est.fit(ctx.split.X_V, ctx.split.y_V)
+    return est, qname
+
+
+def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
+    """The tidy rows of one method on a prepared (dataset, classifier, seed): fit on V, predict every sample."""
+    split, idx, k = ctx.split, ctx.idx, ctx.k
+    est, qname = _fit_method(ctx, name, spec, solver)
     if spec.cls.shared_prevalence_path:  # the shared (gamma, q-hat) path
         t0 = time.perf_counter()
         q_hat = ctx.q_hat.get(qname, ctx.true_prev)
@@ -240,35 +246,46 @@ def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
-def cell_errors(dataset, classifier: str = "lr", methods=("Naive", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy"),
-                protocol: str = "upp", n_samples: int = 1000, sample_size: int = 100, seed: int = 0,
-                solver: str = "active_set") -> dict:
-    """Mean absolute error of every cell of the estimated contingency table (the LEAP paper's Fig. 3).
+def run_tables(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, protocol: str = "upp",
+               n_samples: int = 1000, sample_size: int = 100, seed: int = 0, solver: str = "osqp",
+               progress: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The true and the estimated contingency tables of :func:`run_experiment`'s test samples.
 
-    Same split, classifier and test samples as :func:`run_experiment` with the same arguments; for each
-    method, ``e_ij = mean over samples of |C-hat^U_ij - C^U_ij|`` (tables normalised to sum 1, rows true
-    class, columns predicted class). Only methods that estimate the whole table (those on the shared
-    (gamma, q-hat) path: Naive and the LEAP family) can be used.
+    Same arguments, split, classifier, samples and fitted methods as :func:`run_experiment` (so that
+    ``accuracy(estimated[m])`` is the ``predicted`` accuracy of method ``m`` in its frame, sample by sample),
+    but the methods' whole tables are returned instead of the measures computed from them: what table-level
+    errors (e.g. :func:`capshift.emq.table_error`, QuAcc's evaluation) need.
 
-    Returns ``{method: ndarray (n, n) float}`` in the order of ``methods``. Raises ValueError for a method
-    that does not estimate tables, or for bad arguments (see :func:`run_experiment`).
+    Returns
+    -------
+    true_tables : numpy.ndarray, shape (k, n, n), float
+        Table of h on each test sample (rows true class, columns predicted class; each sums to 1),
+        ``k = n_samples`` in the protocol's sample order.
+    estimated : dict[str, numpy.ndarray]
+        Method name -> estimated tables, shape (k, n, n), same order and orientation.
+
+    Raises
+    ------
+    ValueError / TypeError
+        As :func:`run_experiment` for bad arguments; TypeError naming a method that estimates measures
+        directly instead of tables (``estimates_tables = False``, e.g. ATC, DoC).
     """
     specs, _ = _check_run_args(classifier, methods, protocol, n_samples, sample_size, ("accuracy",), seed, solver)
-    no_table = [name for name, spec in specs if not spec.cls.shared_prevalence_path]
-    if no_table:
-        raise ValueError(f"methods {no_table} predict a measure, not the contingency table; cell_errors needs "
-                         "table methods (Naive, the LEAP family)")
-    ctx = _prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed)
-    out = {}
     for name, spec in specs:
-        qname = _shared_quantifier(spec)
-        est = make_method(name, ctx.h, quantifier=ctx.quantifiers.get(qname), solver=solver, random_state=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            est.fit(ctx.split.X_V, ctx.split.y_V)
-        tables = est.tables_from_prevalences(ctx.gamma, ctx.q_hat.get(qname, ctx.true_prev))
-        out[name] = np.abs(tables - ctx.true_tables).mean(axis=0)
-    return out
+        if not spec.cls.estimates_tables:
+            raise TypeError(f"methods: {name!r} estimates measures directly, not contingency tables; run_tables "
+                            "needs table methods (e.g. Naive, the LEAP family, CBPE, QuAcc); use run_experiment "
+                            f"for {name!r}")
+    ctx = _prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
+    estimated = {}
+    for name, spec in specs:
+        est, qname = _fit_method(ctx, name, spec, solver)
+        if spec.cls.shared_prevalence_path:
+            estimated[name] = est.tables_from_prevalences(ctx.gamma, ctx.q_hat.get(qname, ctx.true_prev))
+        else:
+            samples = [ctx.split.X_U[i] for i in ctx.idx]
+            estimated[name] = est.predict_table_batch(samples, prevalences=ctx.true_prev)
+    return ctx.true_tables, estimated
 
 
 def run_many(names, n_jobs: int = 1, progress: bool = True, **kwargs) -> pd.DataFrame:
