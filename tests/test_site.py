@@ -63,25 +63,34 @@ const done = arguments[arguments.length - 1];
   const scrolls = el => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
   const describe = el => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
       (el.className && typeof el.className === "string" ? "." + el.className.trim().split(/\s+/).join(".") : "");
+  // boxes whose content sticks out of them and that clip it (overflow hidden) or make the reader scroll
+  // sideways (auto/scroll): allowed only where scrolling is the design (code, cell outputs, tables)
+  const scrollers = "pre, .highlight, .output, .cell_output, .pst-scrollable-table-container, .table-wrapper, table";
   const wide = [];
+  // MathJax's hidden MathML copy (for screen readers) is positioned off-box: leave it out of the widths
+  const hide = document.createElement("style");
+  hide.textContent = "mjx-assistive-mml { display: none !important; }";
+  document.head.appendChild(hide);
   for (const el of article.querySelectorAll("*")) {
     const r = el.getBoundingClientRect();
-    if (r.width === 0 || r.height === 0 || getComputedStyle(el).visibility === "hidden") continue;
-    // a box whose content overflows it while it clips (overflow hidden/clip) cuts that content off
     const st = getComputedStyle(el);
-    const clipped = ["hidden", "clip"].includes(st.overflowX) && el.scrollWidth > el.clientWidth + 1 &&
-        !el.closest(".sd-tab-set, .toggle-hidden, details:not([open])");
-    let outside = r.right > box.right + 1 || r.left < box.left - 1;
-    if (!outside && !clipped) continue;
-    let held = false;
-    for (let a = el; a && a !== article; a = a.parentElement) {
-      if (scrolls(a) && a.getBoundingClientRect().right <= box.right + 1) { held = true; break; }
+    if (r.width === 0 || r.height === 0 || st.visibility === "hidden") continue;
+    if (el.closest("mjx-assistive-mml, details:not([open]), .toggle-hidden")) continue;  // not shown
+    const outside = r.right > box.right + 1 || r.left < box.left - 1;
+    const overflows = ["hidden", "clip", "auto", "scroll"].includes(st.overflowX) &&
+        el.scrollWidth > el.clientWidth + 4 && !el.matches(scrollers);
+    if (!outside && !overflows) continue;
+    let held = false;  // sticking out of the column inside a box that scrolls by design
+    for (let a = el.parentElement; a && a !== article; a = a.parentElement) {
+      if (a.matches(scrollers) && scrolls(a)) { held = true; break; }
     }
-    if (outside && !held) wide.push({el: describe(el), right: Math.round(r.right), column: Math.round(box.right),
-                                      text: (el.textContent || "").trim().slice(0, 60)});
-    else if (clipped && !scrolls(el)) wide.push({el: describe(el) + " (clips its content)", right: el.scrollWidth,
-                                                 column: el.clientWidth, text: (el.textContent || "").trim().slice(0, 60)});
+    if (held) continue;
+    wide.push({el: describe(el) + (outside ? "" : ` (content ${el.scrollWidth} px in a ${st.overflowX} box)`),
+               right: Math.round(outside ? r.right : r.left + el.scrollWidth),
+               column: Math.round(outside ? box.right : r.left + el.clientWidth),
+               text: (el.textContent || "").trim().slice(0, 60)});
   }
+  hide.remove();
   const links = Array.from(document.querySelectorAll("a[href]")).map(a => a.href);
   done({images, text, untypeset, merrors, wide, links, article: describe(article),
         columnWidth: article.clientWidth, scrollWidth: article.scrollWidth,
@@ -134,7 +143,7 @@ def check_page(driver, html_root: Path, doc: str, shot_dir: Path | None = None) 
     if probe["scrollWidth"] > probe["columnWidth"] + 1:
         problems.append(f"the content column {probe['article']} scrolls sideways: "
                         f"{probe['scrollWidth']} > {probe['columnWidth']} px")
-    problems += [f"wider than the content column: {w['el']} (right edge {w['right']} > {w['column']} px): "
+    problems += [f"wider than its column: {w['el']} (right edge {w['right']} > {w['column']} px): "
                  f"{w['text']!r}" for w in probe["wide"][:10]]
     if shot_dir is not None:
         shot_dir.mkdir(parents=True, exist_ok=True)

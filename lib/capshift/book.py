@@ -81,7 +81,8 @@ def toc_docnames(toc: Path) -> list[str]:
 
 def is_notebook(path: Path) -> bool:
     """A MyST-markdown page is a chapter to execute when its front matter declares a kernelspec."""
-    return path.suffix == ".md" and "kernelspec" in jupytext.read(path).metadata
+    # read as MyST: a plain page with ::: fences would otherwise be taken for pandoc Markdown (needs pandoc)
+    return path.suffix == ".md" and "kernelspec" in jupytext.read(path, fmt="md:myst").metadata
 
 
 def chapters(toc: Path) -> dict[str, Path]:
@@ -451,9 +452,33 @@ def _fix_buttons(app, pagename, templatename, context, doctree) -> None:
         context["header_buttons"] = walk(context["header_buttons"])
 
 
+def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    """``html-page-context``: drop repeated inline scripts. Sphinx 7.4 adds an inline script registered after the
+    builder's init (sphinx-togglebutton's selector, sphinx-thebe's ``const THEBE_JS_URL``) twice, and the second
+    ``const`` is a JavaScript SyntaxError on every page."""
+    seen, kept = set(), []
+    for js in context.get("script_files", []):
+        attrs = getattr(js, "attributes", {})
+        key = (str(getattr(js, "filename", js) or ""), tuple(sorted((k, str(v)) for k, v in attrs.items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    if "script_files" in context:
+        context["script_files"] = kept
+
+
+def _theme_defaults(app, config) -> None:
+    """``config-inited``: an explicit ``default_mode`` (pydata-sphinx-theme reads it from ``html_context``), else
+    the theme logs a console error ("Got invalid theme mode") on a reader's first visit."""
+    config.html_context.setdefault("default_mode", "auto")
+
+
 def setup(app):
-    """Sphinx extension (listed in ``_config.yml``): see :func:`_fix_buttons`."""
+    """Sphinx extension (listed in ``_config.yml``): see :func:`_fix_buttons`, :func:`_dedupe_scripts`,
+    :func:`_theme_defaults`."""
+    app.connect("config-inited", _theme_defaults)
     app.connect("html-page-context", _fix_buttons, priority=900)
+    app.connect("html-page-context", _dedupe_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
