@@ -66,7 +66,7 @@ const done = arguments[arguments.length - 1];
   // boxes whose content sticks out of them and that clip it (overflow hidden) or make the reader scroll
   // sideways (auto/scroll): allowed only where scrolling is the design (code, cell outputs, tables)
   const scrollers = "pre, .highlight, .output, .cell_output, .pst-scrollable-table-container, .table-wrapper, table";
-  const wide = [];
+  const wide = [], flagged = [];
   // MathJax's hidden MathML copy (for screen readers) is positioned off-box: leave it out of the widths
   const hide = document.createElement("style");
   hide.textContent = "mjx-assistive-mml { display: none !important; }";
@@ -84,7 +84,8 @@ const done = arguments[arguments.length - 1];
     for (let a = el.parentElement; a && a !== article; a = a.parentElement) {
       if (a.matches(scrollers) && scrolls(a)) { held = true; break; }
     }
-    if (held) continue;
+    if (held || flagged.some(f => f.contains(el))) continue;  // report the outermost box only
+    flagged.push(el);
     wide.push({el: describe(el) + (outside ? "" : ` (content ${el.scrollWidth} px in a ${st.overflowX} box)`),
                right: Math.round(outside ? r.right : r.left + el.scrollWidth),
                column: Math.round(outside ? box.right : r.left + el.clientWidth),
@@ -145,12 +146,15 @@ def check_page(driver, html_root: Path, doc: str, shot_dir: Path | None = None) 
                         f"{probe['scrollWidth']} > {probe['columnWidth']} px")
     problems += [f"wider than its column: {w['el']} (right edge {w['right']} > {w['column']} px): "
                  f"{w['text']!r}" for w in probe["wide"][:10]]
-    if shot_dir is not None:
+    if shot_dir is not None:  # the whole page (up to 16,000 px) at the window's width
         shot_dir.mkdir(parents=True, exist_ok=True)
-        height = min(int(probe["height"]), 30000)
-        data = driver.execute_cdp_cmd("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": WIDTH, "height": height, "scale": 1}})
+        height = min(int(probe["height"]), 16000)
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": WIDTH, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        try:
+            data = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
+        finally:
+            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         (shot_dir / f"{doc.replace('/', '__')}.png").write_bytes(base64.b64decode(data["data"]))
     return problems
 
