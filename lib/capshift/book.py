@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import copy
 import importlib.metadata
 import json
 import os
@@ -411,7 +412,7 @@ def site_config(cfg: dict, repository: str | None, branch: str = "main") -> dict
 
     The ``.ipynb`` download of every chapter needs no repository: it is the theme's download button (on by
     default: the pages are built from the executed notebooks)."""
-    cfg = json.loads(json.dumps(cfg))  # a deep copy
+    cfg = copy.deepcopy(cfg)
     on = repository is not None
     html, launch = cfg.setdefault("html", {}), cfg.setdefault("launch_buttons", {})
     for key in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
