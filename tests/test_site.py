@@ -236,7 +236,9 @@ def published(tmp_path_factory):
         shutil.copy2(ROOT / f, root / f)
     (root / "book").mkdir()
     (root / "book" / "intro.md").write_text(
-        front + "\n# A\n\n```{code-cell} ipython3\n:tags: [parameters]\n\nn: int = 1  # n\n```\n")
+        front + "\n# A\n\n```{code-cell} ipython3\n:tags: [parameters]\n\nn: int = 1  # n\n```\n\n"
+        "```{exercise}\n:label: a-ex1\n\nShow that $\\sum_{i,j} C_{ij} = 1$.\n```\n\n"
+        "```{solution} a-ex1\n:class: dropdown\n\n$$\n\\sum_{i,j} C_{ij} = \\sum_i q_i = 1.\n$$\n```\n")
     (root / "book" / "defects.md").write_text(DEFECTS)
     (root / "book" / "bibliography.md").write_text("# Bibliography\n\n```{bibliography}\n```\n")
     (root / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "book/intro", "chapters": [
