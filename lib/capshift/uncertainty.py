@@ -21,6 +21,7 @@ Intervals are clipped to [0, 1] (every measure of :mod:`capshift.tables` lies th
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -31,13 +32,23 @@ from .base import CAPEstimator
 from .protocols import upp_indices
 from .tables import contingency_table, get_measure
 
-__all__ = ["bootstrap_interval", "ConformalInterval", "interval_scores", "conformal_quantile", "interval_experiment"]
+SCHEMES = ("split", "mc", "cv", "bootstrap")
+
+__all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval", "ConformalInterval", "interval_scores", "conformal_quantile", "interval_experiment"]
 
 
 def _fresh(estimator: CAPEstimator, seed: int) -> CAPEstimator:
     """An unfitted copy with the same parameters and the *same* trained classifier (sklearn's ``clone`` would
-    clone h too, unfitted; CAP methods never train h)."""
-    return type(estimator)(**{**estimator.get_params(deep=False), "random_state": seed})
+    clone h too, unfitted; CAP methods never train h). A shared, fitted capshift ``Quantifier`` is replaced by
+    an unfitted one of the same kind: it was fitted on all of V, and reusing it on a part of V would evaluate
+    it on its own training items."""
+    from .quantifiers import Quantifier
+    params = {**estimator.get_params(deep=False), "random_state": seed}
+    q = params.get("quantifier")
+    if isinstance(q, Quantifier):
+        params["quantifier"] = Quantifier(q.method, classifier=q.classifier, random_state=q.random_state,
+                                          bandwidth=q.bandwidth)
+    return type(estimator)(**params)
 
 
 def _alpha(alpha) -> float:
@@ -72,6 +83,70 @@ def bootstrap_interval(estimator: CAPEstimator, X, alpha: float = 0.05, n_boot: 
     m = X.shape[0]
     resamples = [X[rng.integers(0, m, m)] for _ in range(n_boot)]
     values = np.asarray(estimator.predict_batch(resamples, measure), dtype=float)
+    lo, hi = np.quantile(values, [a / 2, 1 - a / 2])
+    return float(np.clip(lo, 0, 1)), float(np.clip(hi, 0, 1))
+
+
+def bootstrap_prevalences(estimator: CAPEstimator, X, n_boot: int = 500, random_state: int = 0) -> np.ndarray:
+    """The quantifier's bootstrap prevalence estimates on the sample ``X``: QuaPy's ``AggregativeBootstrap``
+    (population-based: ``n_boot`` resamples of the sample's classifier outputs, the quantifier fitted on V
+    kept; Moreo & Salvati, LQ 2025) around the fitted quantifier of a LEAP-family ``estimator``.
+
+    Returns float (n_boot, n), rows on the simplex. Runs QuaPy's resampling in this process (joblib's
+    sequential backend), so the result is determined by ``random_state``. Raises TypeError if ``estimator``
+    has no QuaPy quantifier (``quantifier_``; the oracle has none), ValueError for ``n_boot`` < 2 or a bad sample.
+    """
+    from joblib import parallel_config
+    from quapy.method.confidence import AggregativeBootstrap
+    n_boot = check_int(n_boot, "n_boot", min_value=2)
+    seed = check_seed(random_state, "random_state")
+    check_fitted(estimator, ["val_table_"])
+    quant = getattr(estimator, "quantifier_", None)
+    if quant is None or getattr(quant, "q_", None) is None:
+        raise TypeError(f"{type(estimator).__name__} has no QuaPy quantifier to bootstrap: pass a LEAP-family "
+                        "method with a quantifier other than 'oracle'")
+    X = estimator._check_samples(X, single=True)[0]
+    boot = AggregativeBootstrap(quant.q_, n_train_samples=1, n_test_samples=n_boot, random_state=seed)
+    boot.quantifiers = [quant.q_]  # what AggregativeBootstrap.aggregation_fit keeps when n_train_samples == 1
+    with parallel_config(backend="sequential"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _, region = boot.aggregate_conf(quant.classify(X))
+    q = np.clip(np.asarray(region.samples, dtype=float), 0.0, None)
+    return q / q.sum(axis=1, keepdims=True)
+
+
+def propagated_interval(estimator: CAPEstimator, X, alpha: float = 0.05, n_boot: int = 500, measure=None,
+                        random_state: int = 0) -> tuple[float, float]:
+    """An interval that propagates the quantifier's uncertainty and the sample's own sampling error through a
+    LEAP-family method (an alternative to :class:`ConformalInterval`, compared in the uncertainty chapter).
+
+    1. q*: ``n_boot`` bootstrap prevalence estimates of the quantifier (:func:`bootstrap_prevalences`);
+    2. the method's table for each (gamma, q*), gamma the observed fractions of h's predictions (known exactly);
+    3. the sample's realised table: the true labels of the ``m_j`` items h predicts as class j drawn as
+       Multinomial(m_j, column j of that table, normalised), the sampling error of the sample given h's
+       predictions;
+    4. the α/2 and 1-α/2 percentiles of the measure over the ``n_boot`` realised tables.
+
+    What it leaves out: the difference between V's class-conditional rates and the test pool's, and the
+    quantifier's bias (a bootstrap sees only its variance). Returns ``(lower, upper)`` in [0, 1]; errors as
+    :func:`bootstrap_prevalences`, plus ValueError for alpha outside (0, 1).
+    """
+    a = _alpha(alpha)
+    q = bootstrap_prevalences(estimator, X, n_boot, random_state)
+    if not hasattr(estimator, "tables_from_prevalences"):
+        raise TypeError(f"{type(estimator).__name__} does not build tables from prevalences: use a LEAP-family method")
+    measure = estimator.measure if measure is None else measure
+    estimator._check_measure(measure)
+    X = estimator._check_samples(X, single=True)[0]
+    n = estimator.n_classes_
+    counts = np.bincount(estimator.classifier.predict(X).astype(int), minlength=n)
+    g = counts / counts.sum()
+    tables = estimator.tables_from_prevalences(np.repeat(g[None], len(q), axis=0), q)  # (B, n, n)
+    col = tables / np.clip(tables.sum(axis=1, keepdims=True), 1e-300, None)  # P(true i | predicted j)
+    col[:, :, counts == 0] = 1.0 / n
+    rng = np.random.default_rng([check_seed(random_state, "random_state"), 2])
+    draws = np.stack([rng.multinomial(counts[j], col[:, :, j]) for j in range(n)], axis=2)  # (B, n_true, n_pred)
+    values = np.asarray(get_measure(measure)(draws / counts.sum()), dtype=float)
     lo, hi = np.quantile(values, [a / 2, 1 - a / 2])
     return float(np.clip(lo, 0, 1)), float(np.clip(hi, 0, 1))
 
@@ -115,17 +190,23 @@ class ConformalInterval(BaseEstimator):
     """
 
     def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
-                 scheme: str = "split", n_splits: int = 5, random_state: int = 0):
+                 scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
+                 random_state: int = 0):
         self.estimator = estimator
         self.cal_fraction = cal_fraction
         self.n_cal = n_cal
         self.refit = refit
         self.scheme = scheme
         self.n_splits = n_splits
+        self.pool_correction = pool_correction
+        self.pool_size = pool_size
         self.random_state = random_state
 
-    def fit(self, X_val, y_val):
+    def fit(self, X_val, y_val, point_estimator=None):
         """Split V, fit the method on one part, keep the other for calibration. Returns self.
+
+        ``point_estimator``: the method already fitted on all of V, used as ``estimator_`` instead of a refit
+        (what :meth:`capshift.base.CAPEstimator.predict_interval` passes; schemes other than "split").
 
         Raises TypeError if ``estimator`` is not a CAPEstimator, ValueError for bad parameters or a
         calibration or fit part missing a class (use a larger V or a smaller ``cal_fraction``)."""
@@ -144,14 +225,17 @@ class ConformalInterval(BaseEstimator):
         if counts.min() < 4:
             raise ValueError(f"y_val needs at least 4 items of every class to split V into a fit part and a "
                              f"calibration part, got counts {counts.tolist()}")
-        if self.scheme not in ("split", "cv", "bootstrap"):
-            raise ValueError(f"scheme must be 'split', 'cv' or 'bootstrap', got {self.scheme!r}")
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
         k = check_int(self.n_splits, "n_splits", min_value=2)
         everything = np.arange(len(y_val))
         if self.scheme == "split":
             fit_idx, cal_idx = train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
                                                 random_state=seed)
             parts = [(fit_idx, cal_idx)]
+        elif self.scheme == "mc":
+            parts = [tuple(train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
+                                            random_state=(seed + 7919 * (j + 1)) % 2**32)) for j in range(k)]
         elif self.scheme == "cv":
             from sklearn.model_selection import StratifiedKFold
             if counts.min() < 2 * k:
@@ -167,10 +251,28 @@ class ConformalInterval(BaseEstimator):
                        for f, c in parts]
         self.calibrator_ = self.folds_[0][0]
         refit = self.refit or self.scheme != "split"
-        self.estimator_ = _fresh(self.estimator, seed).fit(X_val, y_val) if refit else self.calibrator_
+        self.n_val_ = len(y_val)
+        self.scale_ = self._pool_scale(len(parts[0][0]), len(parts[0][1]))
+        if point_estimator is not None and refit:
+            self.estimator_ = point_estimator
+        else:
+            self.estimator_ = _fresh(self.estimator, seed).fit(X_val, y_val) if refit else self.calibrator_
         self.n_classes_ = n
         self.residuals_ = {}
         return self
+
+    def _pool_scale(self, n_fit: int, n_cal: int) -> float:
+        """Factor applied to the pool part of the calibration residuals (1 unless ``pool_correction``).
+
+        A method fitted on ``n_fit`` items and calibrated on samples of a pool of ``n_cal`` items sees
+        class-conditional rates that differ between the two by a variance proportional to
+        ``1/n_fit + 1/n_cal``; at test time the method is fitted on all of V and the test pool has
+        ``pool_size`` items (default |V|): ``1/|V| + 1/pool_size``. The factor is the square root of the ratio.
+        """
+        if not self.pool_correction or self.scheme == "bootstrap":
+            return 1.0
+        pool = self.n_val_ if self.pool_size is None else check_int(self.pool_size, "pool_size")
+        return math.sqrt((1 / self.n_val_ + 1 / pool) / (1 / n_fit + 1 / n_cal))
 
     def _residuals(self, size: int, measure) -> np.ndarray:
         key = (size, measure if isinstance(measure, str) else getattr(measure, "__name__", repr(measure)))
@@ -179,11 +281,23 @@ class ConformalInterval(BaseEstimator):
             seed = check_seed(self.random_state, "random_state")
             per_fold = max(2, math.ceil(self.n_cal / len(self.folds_)))
             res = []
+            n = self.n_classes_
             for j, (cal, X_c, y_c, p_c) in enumerate(self.folds_):
-                idx = upp_indices(y_c, size, per_fold, seed=(seed + j) % 2**32, n_classes=self.n_classes_)
-                true = np.array([float(f(contingency_table(y_c[i], p_c[i], self.n_classes_))) for i in idx])
-                pred = np.asarray(cal.predict_batch([X_c[i] for i in idx], measure), dtype=float)
-                res.append(np.abs(pred - true))
+                idx = upp_indices(y_c, size, per_fold, seed=(seed + j) % 2**32, n_classes=n)
+                tables = np.stack([contingency_table(y_c[i], p_c[i], n) for i in idx])
+                true = np.asarray(f(tables), dtype=float)
+                pred = np.asarray(cal.predict_batch([X_c[i] for i in idx], measure, prevalences=tables.sum(axis=2)),
+                                  dtype=float)
+                if self.scale_ == 1.0:
+                    res.append(np.abs(pred - true))
+                    continue
+                # the pool's expected value at each sample's prevalence: the pool's class-conditional rates
+                # (rows of its table) mixed by the sample's realised prevalence; true - pool is the sample's
+                # own sampling noise, which does not depend on the sizes of V and of the pool
+                pool = contingency_table(y_c, p_c, n)
+                rates = pool / pool.sum(axis=1, keepdims=True)
+                expected = np.asarray(f(tables.sum(axis=2)[:, :, None] * rates[None]), dtype=float)
+                res.append(np.abs(self.scale_ * (pred - expected) + (expected - true)))
             self.residuals_[key] = np.concatenate(res)
         return self.residuals_[key]
 
@@ -224,7 +338,7 @@ def interval_scores(lower, upper, true) -> dict:
 def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap", "conformal", "residual-bootstrap"),
                         classifier: str = "lr", n_samples: int = 100, sample_size: int = 500, alpha: float = 0.05,
                         n_boot: int = 100, n_boot_samples: int = 20, n_cal: int = 500, measure: str = "accuracy",
-                        seed: int = 0):
+                        n_splits: int = 10, seed: int = 0):
     """Table 3's protocol on one dataset: h trained on L, each method fitted on V, ``n_samples`` UPP test samples
     of ``sample_size`` from U; for each interval kind the interval of every test sample (the bootstrap, being
     ``n_boot`` predictions per sample, on the first ``n_boot_samples`` samples only).
@@ -237,7 +351,8 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
     """
     import pandas as pd
     from .experiment import make_classifier, make_method
-    schemes = {"conformal": "split", "conformal-refit": "split", "conformal-cv": "cv", "residual-bootstrap": "bootstrap"}
+    schemes = {"conformal": "split", "conformal-refit": "split", "conformal-cv": "cv", "residual-bootstrap": "bootstrap",
+               "conformal-mc": "mc", "conformal-mc-pool": "mc"}
     bad = set(kinds) - {"bootstrap", *schemes}
     if bad:
         raise ValueError(f"kinds must be among {['bootstrap', *schemes]}, got {sorted(bad)}")
@@ -262,7 +377,8 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
                 ks = range(n_boot_samples)
             else:
                 ci = ConformalInterval(base, n_cal=n_cal, refit=kind == "conformal-refit", scheme=schemes[kind],
-                                       random_state=seed)
+                                       n_splits=n_splits if kind.startswith("conformal-mc") else 5,
+                                       pool_correction=kind == "conformal-mc-pool", random_state=seed)
                 ci.fit(split.X_V, split.y_V)
                 point = np.asarray(ci.estimator_.predict_batch(samples, measure), dtype=float)
                 bounds = ci.predict_interval_batch(samples, alpha, measure)
