@@ -60,7 +60,7 @@ def test_other_schemes_refit_on_all_of_v(gaussian_problem, scheme):
     assert len(ci.folds_) == 3 and ci.estimator_ is not ci.folds_[0][0]
     lo, hi = ci.predict_interval(X_U[:200])
     assert 0 <= lo <= ci.predict(X_U[:200]) <= hi <= 1
-    assert len(ci.residuals_[(200, "accuracy")]) == 3 * 14  # ceil(40 / 3) per fold
+    assert len(ci._residuals(200, "accuracy")) == 3 * 14  # ceil(40 / 3) per fold
 
 
 def test_bootstrap_interval_of_the_paper(gaussian_problem):

@@ -270,7 +270,7 @@ class CAPEstimator(BaseEstimator):
         return self._intervals(samples, measures, alpha, prev) if measures else {}
 
     def _intervals(self, samples, measures, alpha, prevalences) -> dict:
-        from .uncertainty import ConformalInterval, conformal_quantile  # uncertainty imports this module
+        from .uncertainty import ConformalInterval  # uncertainty imports this module
         from ._validation import check_fraction
         alpha = check_fraction(alpha, "alpha")
         for m in measures:
@@ -282,7 +282,7 @@ class CAPEstimator(BaseEstimator):
         point = self._measures(samples, measures, prevalences, None)
         out = {}
         for m in measures:
-            q = np.array([conformal_quantile(self.interval_._residuals(X.shape[0], m), alpha) for X in samples])
+            q = self.interval_.quantiles(samples, m, alpha)
             out[m] = np.clip(np.stack([point[m] - q, point[m] + q], axis=1), 0.0, 1.0)
         return out
 
