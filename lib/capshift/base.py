@@ -78,9 +78,9 @@ class CAPEstimator(BaseEstimator):
     shared_prevalence_path: bool = False
     #: How :meth:`predict_interval` calibrates (keyword arguments of
     #: :class:`capshift.uncertainty.ConformalInterval`): Monte Carlo cross-conformal over ``n_splits`` random
-    #: halvings of V, the pool part of the residuals rescaled to a method fitted on all of V (chosen in the
-    #: uncertainty chapter).
-    interval_params: dict = {"scheme": "mc", "n_splits": 10, "n_cal": 500, "pool_correction": True}
+    #: halvings of V, ``n_cal`` calibration samples (chosen in the uncertainty chapter). Override per instance
+    #: (``est.interval_params = {...}`` before the first ``predict_interval``).
+    interval_params: dict = {"scheme": "mc", "n_splits": 10, "n_cal": 500, "pool_correction": False}
 
     def __init__(self, classifier, measure="accuracy", random_state=None):
         self.classifier = classifier
