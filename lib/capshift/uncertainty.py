@@ -1,4 +1,4 @@
-"""Confidence intervals around a CAP method's prediction: the paper's bootstrap and split-conformal calibration.
+"""Intervals around a CAP method's prediction: the paper's bootstrap, quantifier propagation, conformal calibration.
 
 Source: LEAP (Volpi, Moreo & Sebastiani, Machine Learning 2025), Sect. 5.10 and Table 3: CAP methods treated as
 black-box point estimators, their uncertainty estimated by bootstrapping the test sample; the intervals are
@@ -7,14 +7,21 @@ intervals to future work. This module holds
 
 - :func:`bootstrap_interval`: the paper's procedure: resample the test sample's items with replacement
   ``n_boot`` times, predict each resample, and take the percentile interval;
-- :class:`ConformalInterval`: split-conformal calibration (Vovk et al. 2005; Lei et al. 2018) of any CAP
-  estimator: the validation set V is split into a part that fits the method and a calibration part from
-  which ``n_cal`` shifted calibration samples are drawn with the same protocol as the test samples (UPP:
-  prevalence uniform on the simplex, QuaPy's sampling); the absolute residuals |predicted - true measure|
-  on them give the interval ``predicted ± q``, q their ⌈(k+1)(1-α)⌉-th smallest value. Calibration and
-  test samples are then exchangeable whenever the test samples are UPP samples of the same distribution,
-  which gives marginal coverage >= 1 - α over such samples (not conditional on one sample);
-- :func:`interval_scores`: amplitude A, coverage C and AE of intervals, the quantities of Table 3.
+- :func:`propagated_interval`: the quantifier's bootstrap (QuaPy's ``AggregativeBootstrap``,
+  :func:`bootstrap_prevalences`) propagated through a LEAP-family method, plus the multinomial sampling
+  error of the sample's true labels given h's predictions;
+- :class:`ConformalInterval`: conformal calibration (Vovk et al. 2005; Lei et al. 2018) of any CAP
+  estimator: the method is fitted on part of V and ``n_cal`` calibration samples are drawn from the other
+  part with the test protocol (UPP, QuaPy's sampling, the test sample's size); the interval is
+  ``predicted ± q``, q the ⌈(k+1)(1-α)⌉-th smallest absolute residual. One split ("split") gives the
+  textbook guarantee only if calibration and test samples are exchangeable, which the protocol breaks: all
+  test samples come from one finite pool U, all calibration samples from one part of V, and the
+  class-conditional rates of h differ between pools. Many random splits ("mc", Monte Carlo
+  cross-conformal) sample that difference; it is what :meth:`capshift.base.CAPEstimator.predict_interval`
+  uses (chosen in the uncertainty chapter);
+- :func:`interval_scores`, :func:`interval_experiment`, :func:`summarise_intervals`: Table 3's protocol and
+  quantities (amplitude A, coverage C, AE), and the oracle amplitude (the narrowest interval around the
+  point prediction that covers 1-α of the test samples).
 
 Intervals are clipped to [0, 1] (every measure of :mod:`capshift.tables` lies there).
 """
