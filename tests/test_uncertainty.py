@@ -198,3 +198,16 @@ def test_predict_interval_bad_input(gaussian_problem):
         est.predict_interval_batch([])
     with pytest.raises(ValueError, match="measure"):
         experiment.make_method("ATC", h).fit(X_V, y_V).predict_interval(X_U[:50], measure="f1")
+
+
+def test_folds_never_reuse_a_quantifier_fitted_on_all_of_v(gaussian_problem):
+    # the experiment runner shares one Quantifier fitted on V between methods; calibrating with it would
+    # evaluate it on its own training items
+    from capshift.quantifiers import Quantifier
+    h, X_V, y_V, X_U, _ = gaussian_problem
+    shared = Quantifier("acc", classifier=h).fit(X_V, y_V, 2)
+    est = _with_cheap_intervals(experiment.make_method("LEAP_ACC", h, quantifier=shared)).fit(X_V, y_V)
+    est.predict_interval(X_U[:100])
+    folds = est.interval_.folds_
+    assert est.quantifier_ is shared and all(fold[0].quantifier_ is not shared for fold in folds)
+    assert all(len(fold[0].val_pred_) < len(y_V) for fold in folds)  # each fold fitted on its part of V only
