@@ -13,7 +13,7 @@ cases that apply to it (the 5 ``registry`` cases do not: the module is new) gave
 results, 37 crashes in a dependency, 5 unclear errors of capshift's own and 61 wrong numbers; after it, all 395
 cases are clear errors (335) or documented results (60). The 33 cases of the dataset-shift protocols (``shift``,
 ``datasets.load_shift``, the shift runners) came with that module: 428 cases, 368 clear errors and 60
-documented results; then 6 cases of ``uncertainty`` and 17 of the grid runner (``grid.run_grid``,
+documented results; then 16 cases of ``uncertainty`` and ``predict_interval`` and 17 of the grid runner (``grid.run_grid``,
 ``grid.load_results``).
 """
 from __future__ import annotations
@@ -546,6 +546,34 @@ add("uncertainty.ConformalInterval(scheme='nope')",
 add("uncertainty.ConformalInterval(n_cal=1)",
     lambda: _unc().ConformalInterval(experiment.make_method("Naive", LogisticRegression().fit(_SX, _SY)),
                                      n_cal=1).fit(_SX, _SY), Err("n_cal"))
+
+
+def _naive_fitted():
+    h = LogisticRegression().fit(_SX, _SY)
+    est = experiment.make_method("Naive", h)
+    est.interval_params = {"scheme": "mc", "n_splits": 2, "n_cal": 20, "pool_correction": False}
+    return est.fit(_SX, _SY)
+
+
+add("CAPEstimator.predict_interval(alpha=0)", lambda: _naive_fitted().predict_interval(_SX[:50], alpha=0.0), Err("alpha"))
+add("CAPEstimator.predict_interval(alpha=1.2)", lambda: _naive_fitted().predict_interval(_SX[:50], alpha=1.2), Err("alpha"))
+add("CAPEstimator.predict_interval_batch([])", lambda: _naive_fitted().predict_interval_batch([]), Err("samples"))
+add("CAPEstimator.predict_interval_measures(samples=[])",
+    lambda: _naive_fitted().predict_interval_measures([], ["accuracy"]), Err("samples"))
+add("CAPEstimator.predict_interval(unfitted)",
+    lambda: experiment.make_method("Naive", LogisticRegression().fit(_SX, _SY)).predict_interval(_SX[:50]),
+    Err("fit", (NotFittedError,)))
+add("uncertainty.bootstrap_interval(alpha=1)",
+    lambda: _unc().bootstrap_interval(_naive_fitted(), _SX[:50], alpha=1.0), Err("alpha"))
+add("uncertainty.propagated_interval(method without quantifier)",
+    lambda: _unc().propagated_interval(_naive_fitted(), _SX[:50]), Err("quantifier", (TypeError,)))
+add("uncertainty.ConformalInterval(bins=0)",
+    lambda: _unc().ConformalInterval(experiment.make_method("Naive", LogisticRegression().fit(_SX, _SY)),
+                                     bins=0).fit(_SX, _SY), Err("bins"))
+add("uncertainty.interval_experiment(kinds=['nope'])",
+    lambda: _unc().interval_experiment(None, kinds=["nope"]), Err("kinds"))
+add("uncertainty.summarise_intervals(missing columns)",
+    lambda: _unc().summarise_intervals(pd.DataFrame({"ae": [0.1]})), Err("columns"))
 
 # ------------------------------------------------------------------------------------------ emq
 PQ = np.array([0.5, 0.5])

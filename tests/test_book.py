@@ -234,10 +234,10 @@ def test_chapter_reexecutes_one_and_reuses_the_rest(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------- the full CI build
-def test_full_ci_build(tmp_path):
-    """Execute every chapter with the CI profile and build the book nitpicky with warnings as errors."""
-    out = tmp_path / "_build"
-    res = run_book("build", "--profile", "ci", "--out", out)
+def test_full_ci_build(ci_book):
+    """Execute every chapter with the CI profile and build the book nitpicky with warnings as errors (the build
+    is the session fixture of conftest.py, shared with the browser test tests/test_site.py)."""
+    out, res = ci_book
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-5000:]
     assert (out / "html/index.html").exists()
     assert (out / "html/run_record.html").exists()

@@ -12,7 +12,8 @@ one-point grid for the model-selected QuAcc) on a small synthetic binary problem
 - refuse NaN, a wrong number of features and an empty sample with a clear ValueError;
 - return a value in [0, 1] for a sample in which a class does not occur;
 - pickle and unpickle to the same predictions;
-- refuse a validation set missing a class (every method, the same message).
+- refuse a validation set missing a class (every method, the same message);
+- give a ``predict_interval`` in [0, 1] that contains ``predict`` (calibrated by the base class).
 """
 from __future__ import annotations
 
@@ -220,6 +221,23 @@ def test_validation_set_missing_a_class_is_refused(name):
         fit(est, X_V, y_V[:-1])
     with pytest.raises(NotFittedError):  # a failed fit leaves the estimator unfitted
         est.predict(X_V[:50], prevalence=[0.5, 0.5])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_predict_interval_brackets_the_prediction(name):
+    # every method gets predict_interval from the base class (conformal calibration, capshift.uncertainty)
+    _, X_V, y_V, _, _ = problem(2)
+    est = make(name)
+    est.interval_params = {"scheme": "mc", "n_splits": 2, "n_cal": 20, "pool_correction": False}
+    est = fit(est, X_V, y_V)
+    S, P = samples()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = est.predict_interval_batch(S, alpha=0.1, prevalences=P)
+        point = est.predict_batch(S, prevalences=P)
+        assert b.shape == (2, 2) and np.all((0 <= b) & (b <= 1))
+        assert np.all((b[:, 0] <= point + 1e-9) & (point <= b[:, 1] + 1e-9))
+        assert est.predict_interval(S[0], alpha=0.1, prevalence=P[0]) == tuple(b[0])
 
 
 def test_refit_forgets_the_previous_fit():

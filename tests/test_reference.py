@@ -96,3 +96,17 @@ def test_compare_rejects_an_unknown_paper():
                         "ae": [0.1]})
     with pytest.raises(ValueError, match="paper must be one of"):
         R.compare(res, paper="leap2023")
+
+
+def test_interval_table_is_the_papers_table3():
+    t = R.interval_table()
+    assert len(t) == 29 * 2 * 3 and set(t["quantity"]) == {"AE", "A", "C"}
+    v = t.set_index(["dataset", "method", "quantity"])["value"]
+    # cells as printed in the paper's Table 3 (seed text lines 499-527)
+    assert v[("pageblocks.5", "O-LEAP_KDEy", "C")] == 0.838
+    assert v[("mammographic", "DoC", "C")] == 0.0 and v[("wine.1", "DoC", "C")] == 1.0
+    assert v[("haberman", "DoC", "A")] == 0.247 and v[("iris.2", "O-LEAP_KDEy", "AE")] == 0.112
+    assert t["value"].between(0, 1).all() and t["provenance"].str.contains("line").all()
+    assert (t["provenance"].str.contains("suspect")).sum() == 6
+    # the paper's finding: coverage far below the nominal 95% for both methods
+    assert t[t.quantity == "C"].groupby("method")["value"].mean().max() < 0.5

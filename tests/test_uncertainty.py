@@ -60,7 +60,7 @@ def test_other_schemes_refit_on_all_of_v(gaussian_problem, scheme):
     assert len(ci.folds_) == 3 and ci.estimator_ is not ci.folds_[0][0]
     lo, hi = ci.predict_interval(X_U[:200])
     assert 0 <= lo <= ci.predict(X_U[:200]) <= hi <= 1
-    assert len(ci.residuals_[(200, "accuracy")]) == 3 * 14  # ceil(40 / 3) per fold
+    assert len(ci._residuals(200, "accuracy")) == 3 * 14  # ceil(40 / 3) per fold
 
 
 def test_bootstrap_interval_of_the_paper(gaussian_problem):
@@ -95,3 +95,119 @@ def test_bad_alpha_and_empty_batch(gaussian_problem):
             ci.predict_interval(X_U[:50], alpha=alpha)
     with pytest.raises(ValueError, match="samples"):
         ci.predict_interval_batch([])
+
+
+# ---------------------------------------------------------------------------------- predict_interval (mixin)
+CHEAP_INTERVALS = {"scheme": "mc", "n_splits": 4, "n_cal": 120, "pool_correction": False}
+
+
+def _with_cheap_intervals(est):
+    est.interval_params = CHEAP_INTERVALS  # instance attribute: the class default stays
+    return est
+
+
+@pytest.mark.parametrize("name", ["Naive", "LEAP_ACC", "S-LEAP_CC", "DoC", "O-LEAP_oracle"])
+def test_predict_interval_contains_the_point_and_is_seeded(gaussian_problem, name):
+    h, X_V, y_V, X_U, y_U = gaussian_problem
+    kw = {"n_val_samples": 10} if name == "DoC" else {}
+    est = _with_cheap_intervals(experiment.make_method(name, h, random_state=3, **kw)).fit(X_V, y_V)
+    samples = [X_U[:200], X_U[200:400]]
+    prev = np.stack([np.bincount(y_U[:200], minlength=2) / 200, np.bincount(y_U[200:400], minlength=2) / 200])
+    b = est.predict_interval_batch(samples, alpha=0.1, prevalences=prev)
+    point = est.predict_batch(samples, prevalences=prev)
+    assert b.shape == (2, 2) and np.all((b[:, 0] <= point + 1e-12) & (point <= b[:, 1] + 1e-12))
+    assert np.all((0 <= b) & (b <= 1))
+    assert est.predict_interval(samples[0], alpha=0.1, prevalence=prev[0]) == tuple(b[0])
+    again = _with_cheap_intervals(experiment.make_method(name, h, random_state=3, **kw)).fit(X_V, y_V)
+    assert np.array_equal(again.predict_interval_batch(samples, alpha=0.1, prevalences=prev), b)  # seeded
+    wide = est.predict_interval_batch(samples, alpha=0.02, prevalences=prev)
+    narrow = est.predict_interval_batch(samples, alpha=0.5, prevalences=prev)
+    # nested: a higher confidence level never gives a narrower interval
+    assert np.all(wide[:, 0] <= b[:, 0] + 1e-12) and np.all(b[:, 1] <= wide[:, 1] + 1e-12)
+    assert np.all(narrow[:, 1] - narrow[:, 0] <= b[:, 1] - b[:, 0] + 1e-12)
+
+
+def test_predict_interval_measures_matches_single_measures(gaussian_problem):
+    h, X_V, y_V, X_U, _ = gaussian_problem
+    est = _with_cheap_intervals(experiment.make_method("S-LEAP_CC", h)).fit(X_V, y_V)
+    samples = [X_U[:150], X_U[150:300]]
+    both = est.predict_interval_measures(samples, ["accuracy", "f1"], alpha=0.1)
+    assert set(both) == {"accuracy", "f1"}
+    assert np.array_equal(both["f1"], est.predict_interval_batch(samples, 0.1, measure="f1"))
+    # refitting forgets the calibration
+    est.fit(X_V, y_V)
+    assert not hasattr(est, "interval_")
+
+
+def test_mc_conformal_covers_exchangeable_samples(gaussian_problem):
+    # V and U come from one Gaussian distribution (an infinite pool): the residuals of methods fitted on halves
+    # of V on UPP samples of the other halves upper-bound those of the method fitted on V on UPP samples of U
+    h, X_V, y_V, X_U, y_U = gaussian_problem
+    est = experiment.make_method("LEAP_ACC", h, random_state=0)
+    est.interval_params = {"scheme": "mc", "n_splits": 5, "n_cal": 200, "pool_correction": False}
+    est.fit(X_V, y_V)
+    idx = protocols.upp_indices(y_U, 100, 200, seed=5)
+    true = np.array([accuracy(contingency_table(y_U[i], h.predict(X_U[i]), 2)) for i in idx])
+    b = est.predict_interval_batch([X_U[i] for i in idx], alpha=0.1)
+    assert U.interval_scores(b[:, 0], b[:, 1], true)["C"] >= 0.9 - 3 * np.sqrt(0.09 / 200)
+
+
+def test_pool_correction_scale_is_the_variance_ratio(gaussian_problem):
+    h, X_V, y_V, _, _ = gaussian_problem
+    ci = U.ConformalInterval(experiment.make_method("S-LEAP_CC", h), scheme="mc", n_splits=2, n_cal=10,
+                             pool_correction=True).fit(X_V, y_V)
+    # halves of V: (1/|V| + 1/|V|) / (1/(|V|/2) + 1/(|V|/2)) = 1/2
+    assert ci.scale_ == pytest.approx(np.sqrt(0.5))
+    ci_inf = U.ConformalInterval(experiment.make_method("S-LEAP_CC", h), scheme="mc", n_splits=2, n_cal=10,
+                                 pool_correction=True, pool_size=10**12).fit(X_V, y_V)
+    assert ci_inf.scale_ == pytest.approx(np.sqrt(0.25), rel=1e-6)
+
+
+def test_bootstrap_prevalences_agree_with_quapy(gaussian_problem):
+    from joblib import parallel_config
+    from quapy.method.aggregative import CC
+    from quapy.method.confidence import AggregativeBootstrap
+    h, X_V, y_V, X_U, _ = gaussian_problem
+    est = experiment.make_method("S-LEAP_CC", h).fit(X_V, y_V)
+    ours = U.bootstrap_prevalences(est, X_U[:300], n_boot=50, random_state=3)
+    ref = AggregativeBootstrap(CC(h, fit_classifier=False), n_test_samples=50, random_state=3).fit(X_V, y_V)
+    with parallel_config(backend="sequential"):
+        _, region = ref.predict_conf(X_U[:300])
+    np.testing.assert_allclose(ours, region.samples, atol=1e-12)
+
+
+def test_propagated_interval_is_seeded_and_nested(gaussian_problem):
+    h, X_V, y_V, X_U, _ = gaussian_problem
+    est = experiment.make_method("S-LEAP_CC", h).fit(X_V, y_V)
+    lo, hi = U.propagated_interval(est, X_U[:400], alpha=0.1, n_boot=200, random_state=1)
+    assert 0 <= lo <= est.predict(X_U[:400]) <= hi <= 1
+    assert U.propagated_interval(est, X_U[:400], alpha=0.1, n_boot=200, random_state=1) == (lo, hi)
+    lo2, hi2 = U.propagated_interval(est, X_U[:400], alpha=0.5, n_boot=200, random_state=1)
+    assert lo <= lo2 <= hi2 <= hi
+    with pytest.raises(TypeError, match="quantifier"):
+        U.propagated_interval(experiment.make_method("S-LEAP_oracle", h).fit(X_V, y_V), X_U[:100])
+
+
+def test_predict_interval_bad_input(gaussian_problem):
+    h, X_V, y_V, X_U, _ = gaussian_problem
+    est = _with_cheap_intervals(experiment.make_method("Naive", h)).fit(X_V, y_V)
+    for alpha in (0.0, 1.0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="alpha"):
+            est.predict_interval(X_U[:50], alpha=alpha)
+    with pytest.raises(ValueError, match="samples"):
+        est.predict_interval_batch([])
+    with pytest.raises(ValueError, match="measure"):
+        experiment.make_method("ATC", h).fit(X_V, y_V).predict_interval(X_U[:50], measure="f1")
+
+
+def test_folds_never_reuse_a_quantifier_fitted_on_all_of_v(gaussian_problem):
+    # the experiment runner shares one Quantifier fitted on V between methods; calibrating with it would
+    # evaluate it on its own training items
+    from capshift.quantifiers import Quantifier
+    h, X_V, y_V, X_U, _ = gaussian_problem
+    shared = Quantifier("acc", classifier=h).fit(X_V, y_V, 2)
+    est = _with_cheap_intervals(experiment.make_method("LEAP_ACC", h, quantifier=shared)).fit(X_V, y_V)
+    est.predict_interval(X_U[:100])
+    folds = est.interval_.folds_
+    assert est.quantifier_ is shared and all(fold[0].quantifier_ is not shared for fold in folds)
+    assert all(len(fold[0].val_pred_) < len(y_V) for fold in folds)  # each fold fitted on its part of V only

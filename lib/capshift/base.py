@@ -76,6 +76,11 @@ class CAPEstimator(BaseEstimator):
     #: True for methods whose tables are a function of (gamma, q-hat) only: the experiment runner then calls
     #: ``tables_from_prevalences`` with the predicted fractions and quantifier estimates it computed once.
     shared_prevalence_path: bool = False
+    #: How :meth:`predict_interval` calibrates (keyword arguments of
+    #: :class:`capshift.uncertainty.ConformalInterval`): Monte Carlo cross-conformal over ``n_splits`` random
+    #: halvings of V, ``n_cal`` calibration samples (chosen in the uncertainty chapter). Override per instance
+    #: (``est.interval_params = {...}`` before the first ``predict_interval``).
+    interval_params: dict = {"scheme": "mc", "n_splits": 10, "n_cal": 500, "pool_correction": False}
 
     def __init__(self, classifier, measure="accuracy", random_state=None):
         self.classifier = classifier
@@ -89,7 +94,7 @@ class CAPEstimator(BaseEstimator):
         Returns self. Raises TypeError/ValueError for an invalid classifier, sample, labels, measure or
         ``random_state``, and for a validation set missing a class of h.
         """
-        for attr in ("val_table_", "n_classes_"):  # refitting: forget the previous fit until this one succeeds
+        for attr in ("val_table_", "n_classes_", "interval_", "_val_data"):  # refitting: forget the previous fit
             self.__dict__.pop(attr, None)
         n = check_classifier(self.classifier, need_proba=self.needs_proba)
         check_seed(self.random_state, "random_state", allow_none=True)
@@ -106,6 +111,7 @@ class CAPEstimator(BaseEstimator):
         except BaseException:
             self.__dict__.pop("val_table_", None)  # a failed fit leaves the estimator unfitted
             raise
+        self._val_data = (X_val, y_val)  # kept for predict_interval's calibration (made on first use)
         return self
 
     def _fit(self, X_val, y_val):
@@ -224,6 +230,61 @@ class CAPEstimator(BaseEstimator):
         self._check_tables()
         samples = self._check_samples(X, single=True)
         return self._predict_tables(samples, self._check_prevalences(prevalence, 1, single=True), None)[0]
+
+    # -- prediction intervals -------------------------------------------------------------------
+    def predict_interval(self, X, alpha: float = 0.05, measure=None, prevalence=None) -> tuple[float, float]:
+        """A 1-α prediction interval ``(lower, upper)`` for the value of ``measure`` (default: the constructor's)
+        of h on the sample ``X`` (m, d): :meth:`predict` ± a conformal quantile of the method's absolute error.
+
+        The quantile comes from :class:`capshift.uncertainty.ConformalInterval` with :attr:`interval_params`
+        (Monte Carlo cross-conformal: the method refitted on random halves of V and evaluated on UPP samples,
+        of the size of ``X``, drawn from the other halves), calibrated on first use per sample size and
+        measure and seeded by ``random_state`` (None: 0). The interval is clipped to [0, 1]. Beyond the
+        LEAP paper, whose Sect. 5.10 bootstrap intervals under-cover (see the uncertainty chapter).
+
+        Raises ValueError for ``alpha`` outside (0, 1), an unsupported measure or a bad sample;
+        NotFittedError before ``fit``.
+        """
+        measure = self.measure if measure is None else measure
+        self._check_fitted()
+        samples = self._check_samples(X, single=True)
+        prev = None if prevalence is None else [self._check_prevalences(prevalence, 1, single=True)[0]]
+        return tuple(float(v) for v in self._intervals(samples, [measure], alpha, prev)[measure][0])
+
+    def predict_interval_batch(self, samples, alpha: float = 0.05, measure=None, prevalences=None) -> np.ndarray:
+        """Intervals of :meth:`predict_interval` for k samples: float (k, 2), columns lower and upper.
+
+        Raises ValueError for an empty list of samples and as :meth:`predict_interval`."""
+        measure = self.measure if measure is None else measure
+        return self.predict_interval_measures(samples, [measure], alpha, prevalences)[measure]
+
+    def predict_interval_measures(self, samples, measures, alpha: float = 0.05, prevalences=None) -> dict:
+        """Intervals for several measures at once: ``{measure: float array (k, 2)}`` (lower, upper), the same
+        measures as :meth:`predict_measures` (unsupported ones left out). Errors as :meth:`predict_interval`."""
+        self._check_fitted()
+        if isinstance(measures, str) or callable(measures):
+            measures = [measures]
+        measures = [m for m in measures if self.supports(m)]
+        samples = self._check_samples(samples)
+        prev = self._check_prevalences(prevalences, len(samples))
+        return self._intervals(samples, measures, alpha, prev) if measures else {}
+
+    def _intervals(self, samples, measures, alpha, prevalences) -> dict:
+        from .uncertainty import ConformalInterval  # uncertainty imports this module
+        from ._validation import check_fraction
+        alpha = check_fraction(alpha, "alpha")
+        for m in measures:
+            self._check_measure(m)
+        if getattr(self, "interval_", None) is None:
+            seed = 0 if self.random_state is None else self.random_state
+            self.interval_ = ConformalInterval(self, random_state=seed, **self.interval_params)
+            self.interval_.fit(*self._val_data, point_estimator=self)
+        point = self._measures(samples, measures, prevalences, None)
+        out = {}
+        for m in measures:
+            q = self.interval_.quantiles(samples, m, alpha)
+            out[m] = np.clip(np.stack([point[m] - q, point[m] + q], axis=1), 0.0, 1.0)
+        return out
 
     def supports(self, measure) -> bool:
         """Whether the method can estimate ``measure`` (False for measure-only methods asked for others).

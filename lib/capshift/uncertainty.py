@@ -1,4 +1,4 @@
-"""Confidence intervals around a CAP method's prediction: the paper's bootstrap and split-conformal calibration.
+"""Intervals around a CAP method's prediction: the paper's bootstrap, quantifier propagation, conformal calibration.
 
 Source: LEAP (Volpi, Moreo & Sebastiani, Machine Learning 2025), Sect. 5.10 and Table 3: CAP methods treated as
 black-box point estimators, their uncertainty estimated by bootstrapping the test sample; the intervals are
@@ -7,20 +7,29 @@ intervals to future work. This module holds
 
 - :func:`bootstrap_interval`: the paper's procedure: resample the test sample's items with replacement
   ``n_boot`` times, predict each resample, and take the percentile interval;
-- :class:`ConformalInterval`: split-conformal calibration (Vovk et al. 2005; Lei et al. 2018) of any CAP
-  estimator: the validation set V is split into a part that fits the method and a calibration part from
-  which ``n_cal`` shifted calibration samples are drawn with the same protocol as the test samples (UPP:
-  prevalence uniform on the simplex, QuaPy's sampling); the absolute residuals |predicted - true measure|
-  on them give the interval ``predicted ± q``, q their ⌈(k+1)(1-α)⌉-th smallest value. Calibration and
-  test samples are then exchangeable whenever the test samples are UPP samples of the same distribution,
-  which gives marginal coverage >= 1 - α over such samples (not conditional on one sample);
-- :func:`interval_scores`: amplitude A, coverage C and AE of intervals, the quantities of Table 3.
+- :func:`propagated_interval`: the quantifier's bootstrap (QuaPy's ``AggregativeBootstrap``,
+  :func:`bootstrap_prevalences`) propagated through a LEAP-family method, plus the multinomial sampling
+  error of the sample's true labels given h's predictions;
+- :class:`ConformalInterval`: conformal calibration (Vovk et al. 2005; Lei et al. 2018) of any CAP
+  estimator: the method is fitted on part of V and ``n_cal`` calibration samples are drawn from the other
+  part with the test protocol (UPP, QuaPy's sampling, the test sample's size); the interval is
+  ``predicted ± q``, q the ⌈(k+1)(1-α)⌉-th smallest absolute residual. One split ("split") gives the
+  textbook guarantee only if calibration and test samples are exchangeable, which the protocol breaks: all
+  test samples come from one finite pool U, all calibration samples from one part of V, and the
+  class-conditional rates of h differ between pools. Many random splits ("mc", Monte Carlo
+  cross-conformal) sample that difference; it is what :meth:`capshift.base.CAPEstimator.predict_interval`
+  uses (chosen in the uncertainty chapter);
+- :func:`interval_scores`, :func:`interval_experiment`, :func:`summarise_intervals`: Table 3's protocol and
+  quantities (amplitude A, coverage C, AE), and the oracle amplitude (the narrowest interval around the
+  point prediction that covers 1-α of the test samples).
 
 Intervals are clipped to [0, 1] (every measure of :mod:`capshift.tables` lies there).
 """
 from __future__ import annotations
 
+import copy
 import math
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -31,13 +40,24 @@ from .base import CAPEstimator
 from .protocols import upp_indices
 from .tables import contingency_table, get_measure
 
-__all__ = ["bootstrap_interval", "ConformalInterval", "interval_scores", "conformal_quantile", "interval_experiment"]
+SCHEMES = ("split", "mc", "cv", "bootstrap")
+
+__all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval", "ConformalInterval", "interval_scores",
+           "conformal_quantile", "interval_experiment", "summarise_intervals", "KINDS", "SCHEMES"]
 
 
 def _fresh(estimator: CAPEstimator, seed: int) -> CAPEstimator:
     """An unfitted copy with the same parameters and the *same* trained classifier (sklearn's ``clone`` would
-    clone h too, unfitted; CAP methods never train h)."""
-    return type(estimator)(**{**estimator.get_params(deep=False), "random_state": seed})
+    clone h too, unfitted; CAP methods never train h). A shared, fitted capshift ``Quantifier`` is replaced by
+    an unfitted one of the same kind: it was fitted on all of V, and reusing it on a part of V would evaluate
+    it on its own training items."""
+    from .quantifiers import Quantifier
+    params = {**estimator.get_params(deep=False), "random_state": seed}
+    q = params.get("quantifier")
+    if isinstance(q, Quantifier):
+        params["quantifier"] = Quantifier(q.method, classifier=q.classifier, random_state=q.random_state,
+                                          bandwidth=q.bandwidth)
+    return type(estimator)(**params)
 
 
 def _alpha(alpha) -> float:
@@ -76,8 +96,72 @@ def bootstrap_interval(estimator: CAPEstimator, X, alpha: float = 0.05, n_boot: 
     return float(np.clip(lo, 0, 1)), float(np.clip(hi, 0, 1))
 
 
+def bootstrap_prevalences(estimator: CAPEstimator, X, n_boot: int = 500, random_state: int = 0) -> np.ndarray:
+    """The quantifier's bootstrap prevalence estimates on the sample ``X``: QuaPy's ``AggregativeBootstrap``
+    (population-based: ``n_boot`` resamples of the sample's classifier outputs, the quantifier fitted on V
+    kept; Moreo & Salvati, LQ 2025) around the fitted quantifier of a LEAP-family ``estimator``.
+
+    Returns float (n_boot, n), rows on the simplex. Runs QuaPy's resampling in this process (joblib's
+    sequential backend), so the result is determined by ``random_state``. Raises TypeError if ``estimator``
+    has no QuaPy quantifier (``quantifier_``; the oracle has none), ValueError for ``n_boot`` < 2 or a bad sample.
+    """
+    from joblib import parallel_config
+    from quapy.method.confidence import AggregativeBootstrap
+    n_boot = check_int(n_boot, "n_boot", min_value=2)
+    seed = check_seed(random_state, "random_state")
+    check_fitted(estimator, ["val_table_"])
+    quant = getattr(estimator, "quantifier_", None)
+    if quant is None or getattr(quant, "q_", None) is None:
+        raise TypeError(f"{type(estimator).__name__} has no QuaPy quantifier to bootstrap: pass a LEAP-family "
+                        "method with a quantifier other than 'oracle'")
+    X = estimator._check_samples(X, single=True)[0]
+    boot = AggregativeBootstrap(quant.q_, n_train_samples=1, n_test_samples=n_boot, random_state=seed)
+    boot.quantifiers = [quant.q_]  # what AggregativeBootstrap.aggregation_fit keeps when n_train_samples == 1
+    with parallel_config(backend="sequential"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _, region = boot.aggregate_conf(quant.classify(X))
+    q = np.clip(np.asarray(region.samples, dtype=float), 0.0, None)
+    return q / q.sum(axis=1, keepdims=True)
+
+
+def propagated_interval(estimator: CAPEstimator, X, alpha: float = 0.05, n_boot: int = 500, measure=None,
+                        random_state: int = 0) -> tuple[float, float]:
+    """An interval that propagates the quantifier's uncertainty and the sample's own sampling error through a
+    LEAP-family method (an alternative to :class:`ConformalInterval`, compared in the uncertainty chapter).
+
+    1. q*: ``n_boot`` bootstrap prevalence estimates of the quantifier (:func:`bootstrap_prevalences`);
+    2. the method's table for each (gamma, q*), gamma the observed fractions of h's predictions (known exactly);
+    3. the sample's realised table: the true labels of the ``m_j`` items h predicts as class j drawn as
+       Multinomial(m_j, column j of that table, normalised), the sampling error of the sample given h's
+       predictions;
+    4. the α/2 and 1-α/2 percentiles of the measure over the ``n_boot`` realised tables.
+
+    What it leaves out: the difference between V's class-conditional rates and the test pool's, and the
+    quantifier's bias (a bootstrap sees only its variance). Returns ``(lower, upper)`` in [0, 1]; errors as
+    :func:`bootstrap_prevalences`, plus ValueError for alpha outside (0, 1).
+    """
+    a = _alpha(alpha)
+    q = bootstrap_prevalences(estimator, X, n_boot, random_state)
+    if not hasattr(estimator, "tables_from_prevalences"):
+        raise TypeError(f"{type(estimator).__name__} does not build tables from prevalences: use a LEAP-family method")
+    measure = estimator.measure if measure is None else measure
+    estimator._check_measure(measure)
+    X = estimator._check_samples(X, single=True)[0]
+    n = estimator.n_classes_
+    counts = np.bincount(estimator.classifier.predict(X).astype(int), minlength=n)
+    g = counts / counts.sum()
+    tables = estimator.tables_from_prevalences(np.repeat(g[None], len(q), axis=0), q)  # (B, n, n)
+    col = tables / np.clip(tables.sum(axis=1, keepdims=True), 1e-300, None)  # P(true i | predicted j)
+    col[:, :, counts == 0] = 1.0 / n
+    rng = np.random.default_rng([check_seed(random_state, "random_state"), 2])
+    draws = np.stack([rng.multinomial(counts[j], col[:, :, j]) for j in range(n)], axis=2)  # (B, n_true, n_pred)
+    values = np.asarray(get_measure(measure)(draws / counts.sum()), dtype=float)
+    lo, hi = np.quantile(values, [a / 2, 1 - a / 2])
+    return float(np.clip(lo, 0, 1)), float(np.clip(hi, 0, 1))
+
+
 class ConformalInterval(BaseEstimator):
-    """Split-conformal intervals around any CAP estimator (beyond the LEAP paper, which calls for them).
+    """Conformal intervals around any CAP estimator (beyond the LEAP paper, which calls for them).
 
     Parameters
     ----------
@@ -91,18 +175,31 @@ class ConformalInterval(BaseEstimator):
         After calibration, refit the method on the whole of V for the point prediction (default False: the
         split version, whose coverage guarantee is exact; True gives a better point estimate and, in
         practice, near-nominal coverage).
-    scheme : {"split", "cv", "bootstrap"}
+    scheme : {"split", "mc", "cv", "bootstrap"}
         How the method is fitted and calibrated. "split": one split by ``cal_fraction`` (split conformal; exact
-        marginal guarantee when the method is not refitted). "cv": cross-conformal (CV+ style, Barber et al.
+        marginal guarantee when the method is not refitted). "mc": Monte Carlo cross-conformal, ``n_splits``
+        independent random stratified splits by ``cal_fraction``, the residuals of all pooled: every split brings
+        a new pair of pools (fit part, calibration part), so the residuals see how much the class-conditional
+        rates of two pools differ, which one split shows only once (the cause of split conformal's per-dataset
+        under-coverage, see the uncertainty chapter). "cv": cross-conformal (CV+ style, Barber et al.
         2021): ``n_splits`` stratified folds, the method fitted on all folds but one and calibrated on samples
         of that fold, residuals pooled (guarantee 1-2α). "bootstrap": the method fitted ``n_splits`` times on
         stratified bootstrap resamples of V (same size and class counts as V) and calibrated on samples drawn
-        from V itself, which plays the test pool: this mimics the test situation (a method fitted on |V| items,
-        a test sample drawn from a larger pool) where the other schemes calibrate methods fitted on a part of V
-        against samples of an even smaller part, and so overestimate the residuals; no finite-sample guarantee.
-        "cv" and "bootstrap" refit the method on all of V for the point prediction.
+        from V itself, which plays the test pool; no finite-sample guarantee.
+        "mc", "cv" and "bootstrap" refit the method on all of V for the point prediction.
     n_splits : int
-        Folds ("cv") or bootstrap refits ("bootstrap"); default 5.
+        Splits ("mc"), folds ("cv") or bootstrap refits ("bootstrap"); default 5.
+    pool_correction : bool
+        Rescale the pool part of each residual (prediction minus the calibration pool's expected value at the
+        sample's prevalence) by ``sqrt((1/|V| + 1/pool_size) / (1/|fit part| + 1/|calibration part|))``, the
+        ratio of the variances of the rate difference between the pools at test time and in calibration;
+        the sample's own sampling noise is left as is (default False).
+    pool_size : int or None
+        Size of the test pool assumed by ``pool_correction`` (None: |V|).
+    bins : int
+        1 (default): one quantile for all samples of a size. More: Mondrian conformal prediction, the
+        calibration samples binned (equal counts) by the L1 distance between their fractions of h's
+        predictions and those of the fit part, and each test sample given the quantile of its bin.
     random_state : int
         Seed of the split, the calibration samples and the method.
 
@@ -110,22 +207,30 @@ class ConformalInterval(BaseEstimator):
     as the experiments' test samples), once per size and measure, and cached.
 
     Attributes: ``estimator_`` (fitted on the fit part, or on V if ``refit`` or another scheme), ``folds_`` (per split:
-    the method fitted on the fit part and the calibration part), ``residuals_`` (dict ``(size, measure) ->``
-    pooled absolute residuals).
+    the method fitted on the fit part and the calibration part), ``calibration_`` (dict ``(size, measure) ->``
+    the calibration samples' predictions, true values, pool values and shift proxies), ``scale_`` (the pool
+    correction factor, 1 without it).
     """
 
     def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
-                 scheme: str = "split", n_splits: int = 5, random_state: int = 0):
+                 scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
+                 bins: int = 1, random_state: int = 0):
         self.estimator = estimator
         self.cal_fraction = cal_fraction
         self.n_cal = n_cal
         self.refit = refit
         self.scheme = scheme
         self.n_splits = n_splits
+        self.pool_correction = pool_correction
+        self.pool_size = pool_size
+        self.bins = bins
         self.random_state = random_state
 
-    def fit(self, X_val, y_val):
+    def fit(self, X_val, y_val, point_estimator=None):
         """Split V, fit the method on one part, keep the other for calibration. Returns self.
+
+        ``point_estimator``: the method already fitted on all of V, used as ``estimator_`` instead of a refit
+        (what :meth:`capshift.base.CAPEstimator.predict_interval` passes; schemes other than "split").
 
         Raises TypeError if ``estimator`` is not a CAPEstimator, ValueError for bad parameters or a
         calibration or fit part missing a class (use a larger V or a smaller ``cal_fraction``)."""
@@ -144,14 +249,18 @@ class ConformalInterval(BaseEstimator):
         if counts.min() < 4:
             raise ValueError(f"y_val needs at least 4 items of every class to split V into a fit part and a "
                              f"calibration part, got counts {counts.tolist()}")
-        if self.scheme not in ("split", "cv", "bootstrap"):
-            raise ValueError(f"scheme must be 'split', 'cv' or 'bootstrap', got {self.scheme!r}")
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
         k = check_int(self.n_splits, "n_splits", min_value=2)
+        check_int(self.bins, "bins")
         everything = np.arange(len(y_val))
         if self.scheme == "split":
             fit_idx, cal_idx = train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
                                                 random_state=seed)
             parts = [(fit_idx, cal_idx)]
+        elif self.scheme == "mc":
+            parts = [tuple(train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
+                                            random_state=(seed + 7919 * (j + 1)) % 2**32)) for j in range(k)]
         elif self.scheme == "cv":
             from sklearn.model_selection import StratifiedKFold
             if counts.min() < 2 * k:
@@ -167,25 +276,91 @@ class ConformalInterval(BaseEstimator):
                        for f, c in parts]
         self.calibrator_ = self.folds_[0][0]
         refit = self.refit or self.scheme != "split"
-        self.estimator_ = _fresh(self.estimator, seed).fit(X_val, y_val) if refit else self.calibrator_
+        self.n_val_ = len(y_val)
+        self.scale_ = self._pool_scale(len(parts[0][0]), len(parts[0][1]))
+        if point_estimator is not None and refit:
+            self.estimator_ = point_estimator
+        else:
+            self.estimator_ = _fresh(self.estimator, seed).fit(X_val, y_val) if refit else self.calibrator_
         self.n_classes_ = n
-        self.residuals_ = {}
+        self.calibration_ = {}
         return self
 
-    def _residuals(self, size: int, measure) -> np.ndarray:
+    def with_options(self, pool_correction: bool, bins: int = 1) -> "ConformalInterval":
+        """A copy sharing this fitted calibrator's fits and calibration samples, with ``pool_correction`` and
+        ``bins`` set."""
+        check_fitted(self, ["folds_"])
+        other = copy.copy(self)
+        other.pool_correction, other.bins = bool(pool_correction), check_int(bins, "bins")
+        other.scale_ = other._pool_scale(len(self.folds_[0][0].val_pred_), len(self.folds_[0][2]))
+        return other
+
+    def _pool_scale(self, n_fit: int, n_cal: int) -> float:
+        """Factor applied to the pool part of the calibration residuals (1 unless ``pool_correction``).
+
+        A method fitted on ``n_fit`` items and calibrated on samples of a pool of ``n_cal`` items sees
+        class-conditional rates that differ between the two by a variance proportional to
+        ``1/n_fit + 1/n_cal``; at test time the method is fitted on all of V and the test pool has
+        ``pool_size`` items (default |V|): ``1/|V| + 1/pool_size``. The factor is the square root of the ratio.
+        """
+        if not self.pool_correction or self.scheme == "bootstrap":
+            return 1.0
+        pool = self.n_val_ if self.pool_size is None else check_int(self.pool_size, "pool_size")
+        return math.sqrt((1 / self.n_val_ + 1 / pool) / (1 / n_fit + 1 / n_cal))
+
+    def _calibration(self, size: int, measure) -> dict:
+        """Calibration samples of ``size`` items for ``measure``, cached: per sample the fold's prediction
+        ``pred``, the true value ``true``, the calibration pool's expected value ``expected`` at the sample's
+        prevalence, and the shift proxy ``dist`` (L1 distance between the sample's and the fit part's fractions
+        of h's predictions)."""
         key = (size, measure if isinstance(measure, str) else getattr(measure, "__name__", repr(measure)))
-        if key not in self.residuals_:
+        if key not in self.calibration_:
             f = get_measure(measure)
             seed = check_seed(self.random_state, "random_state")
             per_fold = max(2, math.ceil(self.n_cal / len(self.folds_)))
-            res = []
+            n = self.n_classes_
+            parts = []
             for j, (cal, X_c, y_c, p_c) in enumerate(self.folds_):
-                idx = upp_indices(y_c, size, per_fold, seed=(seed + j) % 2**32, n_classes=self.n_classes_)
-                true = np.array([float(f(contingency_table(y_c[i], p_c[i], self.n_classes_))) for i in idx])
-                pred = np.asarray(cal.predict_batch([X_c[i] for i in idx], measure), dtype=float)
-                res.append(np.abs(pred - true))
-            self.residuals_[key] = np.concatenate(res)
-        return self.residuals_[key]
+                idx = upp_indices(y_c, size, per_fold, seed=(seed + j) % 2**32, n_classes=n)
+                tables = np.stack([contingency_table(y_c[i], p_c[i], n) for i in idx])
+                pred = np.asarray(cal.predict_batch([X_c[i] for i in idx], measure, prevalences=tables.sum(axis=2)),
+                                  dtype=float)
+                # the pool's expected value at each sample's prevalence: the pool's class-conditional rates
+                # (rows of its table) mixed by the sample's realised prevalence; true - expected is the sample's
+                # own sampling noise, which does not depend on the sizes of V and of the pool
+                pool = contingency_table(y_c, p_c, n)
+                rates = pool / pool.sum(axis=1, keepdims=True)
+                expected = np.asarray(f(tables.sum(axis=2)[:, :, None] * rates[None]), dtype=float)
+                dist = np.abs(tables.sum(axis=1) - _fractions(cal.val_pred_, n)).sum(axis=1)
+                parts.append((pred, np.asarray(f(tables), dtype=float), expected, dist))
+            self.calibration_[key] = {k: np.concatenate([p[i] for p in parts])
+                                      for i, k in enumerate(("pred", "true", "expected", "dist"))}
+        return self.calibration_[key]
+
+    def _residuals(self, size: int, measure) -> np.ndarray:
+        """Absolute calibration residuals, pool part scaled by ``scale_`` (see :meth:`_pool_scale`)."""
+        c = self._calibration(size, measure)
+        return np.abs(self.scale_ * (c["pred"] - c["expected"]) + (c["expected"] - c["true"]))
+
+    def quantiles(self, samples, measure, alpha: float) -> np.ndarray:
+        """Half-widths (k,) of the 1-α intervals of validated samples (a list of (m_i, d) arrays): the conformal
+        quantile of the residuals of calibration samples of the same size, and with ``bins`` > 1 of those in
+        the same bin of the shift proxy (Mondrian conformal prediction, Vovk et al. 2005, Ch. 4)."""
+        a = _alpha(alpha)
+        bins = check_int(self.bins, "bins")
+        out = np.empty(len(samples))
+        ref = _fractions(self.estimator_.val_pred_, self.n_classes_)
+        for i, X in enumerate(samples):
+            r = self._residuals(X.shape[0], measure)
+            if bins == 1:
+                out[i] = conformal_quantile(r, a)
+                continue
+            dist = self._calibration(X.shape[0], measure)["dist"]
+            edges = np.quantile(dist, np.linspace(0, 1, bins + 1)[1:-1])
+            g = _fractions(np.asarray(self.estimator_.classifier.predict(X)), self.n_classes_)
+            b = np.searchsorted(edges, np.abs(g - ref).sum(), side="right")
+            out[i] = conformal_quantile(r[np.searchsorted(edges, dist, side="right") == b], a)
+        return out
 
     def predict(self, X, measure=None) -> float:
         """The point prediction of the wrapped method (fitted as ``refit`` says)."""
@@ -200,14 +375,18 @@ class ConformalInterval(BaseEstimator):
         """Intervals for k samples: float (k, 2), columns lower and upper, clipped to [0, 1]. Raises ValueError
         for alpha outside (0, 1), an empty list of samples, and the method's errors on a bad sample."""
         check_fitted(self, ["estimator_"])
-        a = _alpha(alpha)
+        _alpha(alpha)
         if not isinstance(samples, (list, tuple)) or len(samples) == 0:
             raise ValueError("samples must be a non-empty list of samples (one (m, d) array each)")
         measure = self.estimator_.measure if measure is None else measure
-        point = np.asarray(self.estimator_.predict_batch(list(samples), measure), dtype=float)
-        q = np.array([conformal_quantile(self._residuals(int(check_X(X, f"samples[{i}]").shape[0]), measure), a)
-                      for i, X in enumerate(samples)])
+        samples = [check_X(X, f"samples[{i}]") for i, X in enumerate(samples)]
+        point = np.asarray(self.estimator_.predict_batch(samples, measure), dtype=float)
+        q = self.quantiles(samples, measure, alpha)
         return np.clip(np.stack([point - q, point + q], axis=1), 0.0, 1.0)
+
+
+def _fractions(pred, n: int) -> np.ndarray:
+    return np.bincount(np.asarray(pred, dtype=int), minlength=n) / len(pred)
 
 
 def interval_scores(lower, upper, true) -> dict:
@@ -221,29 +400,50 @@ def interval_scores(lower, upper, true) -> dict:
     return {"A": float(np.mean(hi - lo)), "C": float(np.mean((lo <= t + 1e-12) & (t <= hi + 1e-12)))}
 
 
-def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap", "conformal", "residual-bootstrap"),
-                        classifier: str = "lr", n_samples: int = 100, sample_size: int = 500, alpha: float = 0.05,
-                        n_boot: int = 100, n_boot_samples: int = 20, n_cal: int = 500, measure: str = "accuracy",
-                        seed: int = 0):
-    """Table 3's protocol on one dataset: h trained on L, each method fitted on V, ``n_samples`` UPP test samples
-    of ``sample_size`` from U; for each interval kind the interval of every test sample (the bootstrap, being
-    ``n_boot`` predictions per sample, on the first ``n_boot_samples`` samples only).
+#: Interval kinds of :func:`interval_experiment`: the paper's bootstrap, the propagation of the quantifier's
+#: bootstrap and the sample's sampling error (LEAP family only), and conformal calibrations (split, K-fold
+#: cross-conformal, residual bootstrap, Monte Carlo cross-conformal with and without the pool correction).
+KINDS = ("bootstrap", "propagated", "conformal", "conformal-refit", "conformal-cv", "residual-bootstrap",
+         "conformal-mc", "conformal-mc-pool", "conformal-mc-bins")
+MC_BINS = 4  # bins of the shift proxy of the "conformal-mc-bins" kind
+_SCHEMES = {"conformal": "split", "conformal-refit": "split", "conformal-cv": "cv", "residual-bootstrap": "bootstrap",
+            "conformal-mc": "mc", "conformal-mc-pool": "mc", "conformal-mc-bins": "mc"}
 
-    ``split``: a :class:`capshift.datasets.Split`. ``kinds``: "bootstrap" (the paper's), "conformal"
-    (:class:`ConformalInterval`, split), "conformal-refit" (the same with ``refit=True``), "conformal-cv"
-    (5-fold cross-conformal) and "residual-bootstrap" (``scheme="bootstrap"``). Returns a tidy
-    DataFrame: ``dataset, method, kind, sample, true, predicted, lower, upper, ae``, where ``predicted`` is the
-    point prediction the interval is built around.
+
+def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap", "conformal", "conformal-mc"),
+                        classifier: str = "lr", n_samples: int = 100, sample_size: int = 500, alpha: float = 0.05,
+                        n_boot: int = 100, n_boot_samples: int = 20, n_cal: int = 500, n_splits: int = 10,
+                        measure: str = "accuracy", seed: int = 0):
+    """Table 3's protocol on one dataset (LEAP 2025, Sect. 5.10): h trained on L, each method fitted on V,
+    ``n_samples`` UPP test samples of ``sample_size`` items from U, and for each interval kind the 1-α interval
+    of every test sample.
+
+    ``split``: a :class:`capshift.datasets.Split` or a dataset name (loaded with ``seed``). ``kinds``: names of
+    :data:`KINDS`: "bootstrap" (the paper's, :func:`bootstrap_interval`, ``n_boot`` resamples) and
+    "propagated" (:func:`propagated_interval`, LEAP-family methods only; other methods get no rows) cost
+    ``n_boot`` predictions per sample and run on the first ``n_boot_samples`` samples only; the conformal kinds
+    (:class:`ConformalInterval`, ``n_cal`` calibration samples; "conformal" = split, "conformal-refit" = split
+    with the point estimate refitted on V, "conformal-cv" = 5-fold cross-conformal, "residual-bootstrap",
+    "conformal-mc" = ``n_splits`` random halvings of V, "conformal-mc-pool" = the same with the pool
+    correction; the two "mc" kinds share their fits) run on every sample. "conformal-mc" is what
+    :meth:`capshift.base.CAPEstimator.predict_interval` computes.
+
+    Returns a tidy DataFrame: ``dataset, method, kind, sample, true, predicted, lower, upper, ae`` (``predicted``
+    is the point prediction the interval is built around: the method fitted on V, or on half of V for the
+    split kind). Raises ValueError for unknown kinds and bad sizes.
     """
     import pandas as pd
+    from . import datasets
     from .experiment import make_classifier, make_method
-    schemes = {"conformal": "split", "conformal-refit": "split", "conformal-cv": "cv", "residual-bootstrap": "bootstrap"}
-    bad = set(kinds) - {"bootstrap", *schemes}
+    bad = set(kinds) - set(KINDS)
     if bad:
-        raise ValueError(f"kinds must be among {['bootstrap', *schemes]}, got {sorted(bad)}")
+        raise ValueError(f"kinds must be among {list(KINDS)}, got {sorted(bad)}")
     n_samples, sample_size = check_int(n_samples, "n_samples"), check_int(sample_size, "sample_size")
     n_boot_samples = min(check_int(n_boot_samples, "n_boot_samples"), n_samples)
-    h = make_classifier(classifier, seed).fit(split.X_L, split.y_L)
+    split = datasets.load(split, seed=seed) if isinstance(split, str) else split
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h = make_classifier(classifier, seed).fit(split.X_L, split.y_L)
     n = split.n_classes
     idx = upp_indices(split.y_U, sample_size, n_samples, seed=seed, n_classes=n)
     samples = [split.X_U[i] for i in idx]
@@ -253,22 +453,60 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
     rows = []
     for name in methods:
         base = make_method(name, h, random_state=seed)
+        full, mc = None, None
         for kind in kinds:
-            if kind == "bootstrap":
-                est = _fresh(base, seed).fit(split.X_V, split.y_V)
-                point = np.asarray(est.predict_batch(samples[:n_boot_samples], measure), dtype=float)
-                bounds = np.array([bootstrap_interval(est, X, alpha, n_boot, measure, random_state=seed + k)
+            if kind in ("bootstrap", "propagated"):
+                if full is None:
+                    full = _fresh(base, seed).fit(split.X_V, split.y_V)
+                if kind == "propagated" and not hasattr(full, "tables_from_prevalences"):
+                    continue
+                interval = bootstrap_interval if kind == "bootstrap" else propagated_interval
+                point = np.asarray(full.predict_batch(samples[:n_boot_samples], measure), dtype=float)
+                bounds = np.array([interval(full, X, alpha, n_boot, measure, random_state=seed + k)
                                    for k, X in enumerate(samples[:n_boot_samples])])
-                ks = range(n_boot_samples)
             else:
-                ci = ConformalInterval(base, n_cal=n_cal, refit=kind == "conformal-refit", scheme=schemes[kind],
-                                       random_state=seed)
-                ci.fit(split.X_V, split.y_V)
+                if kind.startswith("conformal-mc") and mc is not None:
+                    ci = mc.with_options(kind == "conformal-mc-pool", MC_BINS if kind == "conformal-mc-bins" else 1)
+                else:
+                    ci = ConformalInterval(base, n_cal=n_cal, refit=kind == "conformal-refit", scheme=_SCHEMES[kind],
+                                           n_splits=n_splits if kind.startswith("conformal-mc") else 5,
+                                           pool_correction=kind == "conformal-mc-pool",
+                                           bins=MC_BINS if kind == "conformal-mc-bins" else 1, random_state=seed)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        ci.fit(split.X_V, split.y_V, point_estimator=full)
+                    if kind.startswith("conformal-mc"):
+                        mc = ci
+                full = ci.estimator_ if kind != "conformal" and full is None else full
                 point = np.asarray(ci.estimator_.predict_batch(samples, measure), dtype=float)
                 bounds = ci.predict_interval_batch(samples, alpha, measure)
-                ks = range(n_samples)
-            for k in ks:
+            for k in range(len(bounds)):
                 rows.append({"dataset": split.name, "method": name, "kind": kind, "sample": k, "true": true[k],
                              "predicted": point[k], "lower": bounds[k, 0], "upper": bounds[k, 1],
                              "ae": abs(point[k] - true[k])})
     return pd.DataFrame(rows)
+
+
+def summarise_intervals(results, alpha: float = 0.05):
+    """Table 3's quantities per (dataset, method, kind) from :func:`interval_experiment`'s rows: ``AE`` (mean
+    absolute error of the point prediction), ``A`` (mean amplitude), ``C`` (coverage), ``n`` (samples), plus
+    one row per (dataset, method) of kind ``"oracle"``: the narrowest interval centred on the point prediction
+    of the method fitted on V that covers a 1-α fraction of the test samples, i.e. ±(the 1-α quantile of the
+    test samples' own absolute errors), a lower bound on the amplitude of any such interval with coverage 1-α
+    (it uses the test labels: a reference, not a method). Returns a DataFrame with columns
+    ``dataset, method, kind, AE, A, C, n``."""
+    import pandas as pd
+    a = _alpha(alpha)
+    need = {"dataset", "method", "kind", "true", "predicted", "lower", "upper", "ae"}
+    if not hasattr(results, "columns") or not need <= set(results.columns):
+        raise ValueError(f"results must be interval_experiment's DataFrame with columns {sorted(need)}")
+    inside = (results["lower"] <= results["true"] + 1e-12) & (results["true"] <= results["upper"] + 1e-12)
+    g = results.assign(width=results["upper"] - results["lower"], inside=inside).groupby(
+        ["dataset", "method", "kind"], sort=False)
+    out = g.agg(AE=("ae", "mean"), A=("width", "mean"), C=("inside", "mean"), n=("ae", "size")).reset_index()
+    ref = results[results["kind"].isin(["conformal-mc", "conformal-mc-pool", "conformal-mc-bins", "conformal-refit",
+                                        "conformal-cv", "residual-bootstrap"])].drop_duplicates(["dataset", "method", "sample"])
+    oracle = ref.groupby(["dataset", "method"], sort=False)["ae"].agg(
+        AE="mean", A=lambda e: 2 * float(np.quantile(e, 1 - a)), n="size").reset_index()
+    oracle["kind"], oracle["C"] = "oracle", 1 - a
+    return pd.concat([out, oracle[out.columns]], ignore_index=True)
