@@ -249,6 +249,22 @@ add("quacc.cell_labels(label 3)", lambda: quacc.cell_labels([0, 3], [0, 1], 2), 
 add("quacc.cell_labels(float labels)", lambda: quacc.cell_labels([0.0, 1.0], [1.0, 1.0], 2),
     Ok(lambda c: list(c) == [1, 3], "integral floats are class codes"))
 add("quacc.paper_grid('nope')", lambda: quacc.paper_grid("nope"), Err("quantifier"))
+add("quacc.gaussian_split(n_classes=1)", lambda: quacc.gaussian_split(n_classes=1), Err("n_classes"))
+add("quacc.gaussian_split(n_val=0)", lambda: quacc.gaussian_split(n_val=0), Err("n_val"))
+add("quacc.gaussian_split(separation=-1)", lambda: quacc.gaussian_split(separation=-1.0), Err("separation"))
+add("quacc.configuration_study(split=array)",
+    lambda: quacc.configuration_study(np.ones((3, 3)), {"Naive": "Naive"}), Err("split"))
+add("quacc.configuration_study({})",
+    lambda: quacc.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {}), Err("configurations"))
+add("quacc.configuration_study(config 3)",
+    lambda: quacc.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {"x": 3}),
+    Err("configurations"))
+add("quacc.configuration_study(unknown name)",
+    lambda: quacc.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {"x": "NoSuchMethod"},
+                                      n_samples=2, sample_size=20), Err("NoSuchMethod|unknown"))
+add("quacc.configuration_study(sample_size=0)",
+    lambda: quacc.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {"Naive": "Naive"},
+                                      sample_size=0), Err("sample_size"))
 
 
 # ------------------------------------------------------------------------------------------ estimators

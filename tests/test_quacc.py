@@ -274,3 +274,42 @@ def test_methods_registered_and_protocol():
     mae = df.groupby(["train_index", "method"]).ae.mean()
     for t in (0, 2):
         assert mae[(t, "QuAccnxn_SLD")] < 0.5 * mae[(t, "Naive")]
+
+
+# ------------------------------------------------------------------------------------------ configuration study
+def test_gaussian_split_shapes_prevalence_and_means():
+    from capshift.quacc import gaussian_split
+
+    s = gaussian_split(n_classes=3, n_train=300, n_val=3000, n_test=400, dim=2, separation=1.5, seed=4)
+    assert (s.X_L.shape, s.X_V.shape, s.X_U.shape) == ((300, 2), (3000, 2), (400, 2)) and s.n_classes == 3
+    # uniform prevalence; class means separation * e_i (the third class, beyond dim, at the origin)
+    np.testing.assert_allclose(np.bincount(s.y_V) / 3000, 1 / 3, atol=0.03)
+    means = np.stack([s.X_V[s.y_V == i].mean(0) for i in range(3)])
+    np.testing.assert_allclose(means, 1.5 * np.eye(3, 2), atol=0.1)
+    again = gaussian_split(n_classes=3, n_train=300, n_val=3000, n_test=400, dim=2, separation=1.5, seed=4)
+    np.testing.assert_array_equal(again.X_U, s.X_U)
+
+
+def test_configuration_study_agrees_with_a_direct_computation():
+    from capshift.protocols import upp_indices
+    from capshift.quacc import configuration_study, gaussian_split
+
+    split = gaussian_split(n_train=400, n_val=400, n_test=600, seed=1)
+    confs = {"Naive": "Naive", "nxn CC": lambda h: QuAccNxN(h, "cc"),
+             "1xn+1 CC": lambda h: QuAcc1xNp1(h, "cc")}
+    res = configuration_study(split, confs, n_samples=5, sample_size=100, measure="macro_f1", seed=2)
+    assert len(res) == 15 and set(res["configuration"]) == set(confs)
+    # the true values and the Naive prediction, recomputed from the same h and samples
+    h = experiment.make_classifier("lr", 2).fit(split.X_L, split.y_L)
+    idx = upp_indices(split.y_U, 100, 5, 2, n_classes=3)
+    true = [macro_f1(contingency_table(split.y_U[i], h.predict(split.X_U[i]), 3)) for i in idx]
+    naive = res[res.configuration == "Naive"]
+    np.testing.assert_allclose(naive["true"], true)
+    np.testing.assert_allclose(naive["predicted"], macro_f1(contingency_table(split.y_V, h.predict(split.X_V), 3)))
+    # a factory configuration: the same as fitting it by hand
+    est = QuAccNxN(h, "cc").fit(split.X_V, split.y_V)
+    mine = res[res.configuration == "nxn CC"]
+    np.testing.assert_allclose(mine["predicted"], [float(macro_f1(est.predict_table(split.X_U[i]))) for i in idx])
+    np.testing.assert_allclose(mine["ae"], np.abs(mine["predicted"] - mine["true"]))
+    # 1x(n+1) cannot estimate macro-F1 for 3 classes: NaN, not an error
+    assert res[res.configuration == "1xn+1 CC"]["predicted"].isna().all()
