@@ -233,9 +233,9 @@ class _LEAPEstimator(CAPEstimator):
             self.solver_ = TableSolver(self.val_table_, self._method, self.solver)
 
     def _predict_tables(self, samples, prevalences, posteriors=None):
-        g = np.stack([self._pred_prev(X) for X in samples])
-        q = np.stack([self.quantifier_.quantify(X, None if prevalences is None else prevalences[i])
-                      for i, X in enumerate(samples)])
+        # batched: h and the quantifier's surrogate classify all items at once, KDEy's densities in one pass
+        g = self._pred_prevs(samples)
+        q = self.quantifier_.quantify_batch(samples, prevalences)
         return self.tables_from_prevalences(g, q)
 
     def tables_from_prevalences(self, pred_prev, est_prev) -> np.ndarray:
