@@ -167,6 +167,8 @@ add("Quantifier('acc', classifier=None).fit", lambda: _qfit("acc", classifier=No
 add("Quantifier('kdey', bandwidth=-1).fit", lambda: _qfit("kdey", bandwidth=-1.0), Err("bandwidth"))
 add("Quantifier('kdey', kdey_backend='fast').fit", lambda: _qfit("kdey", kdey_backend="fast"), Err("kdey_backend"))
 add("Quantifier('kdey', kdey_backend=1).fit", lambda: _qfit("kdey", kdey_backend=1), Err("kdey_backend"))
+add("Quantifier('kdey').set_kdey_backend('sklearn')", lambda: _qfit("kdey").set_kdey_backend("sklearn"),
+    Err("kdey_backend"))
 add("Quantifier('kdey').quantify_batch([])", lambda: _qfit("kdey").quantify_batch([]),
     Ok(lambda v: v.shape == (0, 2), "no samples: an empty (0, n) array"))
 add("Quantifier unfitted quantify",

@@ -126,6 +126,9 @@ def test_quantifier_backends_on_one_fit():
                                atol=1e-10)
     np.testing.assert_allclose(slow.quantify_batch(samples), np.stack([slow.quantify(Xs) for Xs in samples]),
                                atol=1e-12)
+    switched = slow.set_kdey_backend("capshift")  # same fit, other inference
+    assert switched is slow and slow.fast_ is not None
+    np.testing.assert_allclose(slow.quantify_batch(samples), fast.quantify_batch(samples), atol=1e-10)
 
 
 def test_mixture_ml_kkt_and_recovery():

@@ -153,10 +153,18 @@ class Quantifier:
             if classes.shape != (n_classes,) or np.any(classes != np.arange(n_classes)):
                 raise ValueError(f"the quantifier's classes {classes.tolist()} are not 0..{n_classes - 1}: "
                                  "every class must occur in V and labels must be encoded 0..n-1")
-        self.fast_ = None
-        if backend == "capshift" and isinstance(q_, KDEyML) and q_.kernel == "gaussian":
-            self.fast_ = KDEyEvaluator(q_)  # per fit: the centres and their norms, cached
         self.q_, self.n_features_in_, self.n_classes_ = q_, X_val.shape[1], n_classes
+        return self.set_kdey_backend(backend)  # per fit: the capshift backend caches the centres and norms
+
+    def set_kdey_backend(self, backend: str):
+        """Switch a fitted KDEy-ML quantifier's inference to ``backend`` ("capshift" or "quapy") without
+        refitting (the fitted QuaPy model is shared). Returns self. ValueError/TypeError for another name."""
+        backend = check_kdey_backend(backend)
+        self._check_fitted()
+        self.kdey_backend = backend
+        self.fast_ = None
+        if backend == "capshift" and isinstance(self.q_, KDEyML) and self.q_.kernel == "gaussian":
+            self.fast_ = KDEyEvaluator(self.q_)
         return self
 
     def classify(self, X):
