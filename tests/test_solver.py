@@ -93,6 +93,8 @@ def test_single_rhs_equals_batch_and_agrees_with_osqp():
         np.testing.assert_allclose(TableSolver(V, "oleap").solve(G[k], Q[k])[0][0], T[k], atol=1e-13)
     T_osqp, _ = TableSolver(V, "oleap", "osqp").solve(G, Q)
     np.testing.assert_allclose(T, T_osqp, atol=1e-5)
+    T_cvxpy, _ = TableSolver(V, "oleap", "cvxpy").solve(G, Q)  # the authors' cvxpy + OSQP problem
+    np.testing.assert_allclose(T, T_cvxpy, atol=1e-5)
 
 
 @pytest.mark.parametrize("n", [2, 5, 12])

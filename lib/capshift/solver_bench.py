@@ -56,7 +56,7 @@ class CvxpyReference:
         for k, b in enumerate(B):
             self.b.value = b
             self.prob.solve(solver=self.solver, **self.kw)
-            out[k] = self.x.value
+            out[k] = np.nan if self.x.value is None else self.x.value
         return out
 
 
