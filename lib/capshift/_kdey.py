@@ -16,11 +16,13 @@ classes and 7,000 validation points that is about 0.1 s for the densities and 0.
 
 - **Densities.** For Gaussian kernels the log density of test point x under class i is
   ``logsumexp_j(-||x - v_j||² / (2 h²)) - log N_i - (d/2) log(2 pi h²)`` over the class's centres v_j.
-  The squared distances come from one matrix product ``x . v_j`` (BLAS) for all classes and all test
-  points of a batch, the centres' norms being cached at construction; the log-sum-exp is shifted by each
-  test point's largest exponent and summed per class with ``np.add.reduceat``. Relative to a test point's
-  largest class density this equals scikit-learn's exact evaluation up to round-off (1e-12); a class
-  density below ``e^-745`` times the largest comes out as 0 (it cannot move the estimate).
+  The exponents ``-||x - v_j||² / (2 h²)`` of all test points of a batch against all centres come from one
+  matrix product (BLAS) of the augmented points ``[x, -1, ||x||²]`` with the cached augmented centres
+  ``[v / h², ||v||² / (2 h²), -1 / (2 h²)]``; they are <= 0, so ``exp`` cannot overflow, and the kernel
+  sums per class are one ``np.add.reduceat`` (a test point far from every centre is redone with a shift).
+  Relative to a test point's largest class density this equals scikit-learn's exact evaluation up to
+  round-off (1e-12); a class density below about ``e^-700`` times the largest comes out as 0 (it cannot
+  move the estimate).
 - **Mixture weights.** The negative log-likelihood is convex on the simplex; a Newton method with an
   active set (the cells fixed at 0) and the exact Hessian ``sum_k d_k d_k^T / (p . d_k + eps)²`` solves
   it to round-off, with a backtracking line search and a ratio test that drops a class when its weight
@@ -40,7 +42,7 @@ __all__ = ["KDEyEvaluator", "KDEY_BACKENDS", "check_kdey_backend", "mixture_ml"]
 
 KDEY_BACKENDS = ("capshift", "quapy")
 _EPS = 1e-12          # QuaPy's epsilon in KDEyML.aggregate
-_CHUNK = 2_000_000    # kernel entries (test points x centres) evaluated at once: 16 MB of float64
+_CHUNK = 1_000_000    # kernel entries (test points x centres) evaluated at once: 8 MB of float64
 
 
 def check_kdey_backend(backend) -> str:
@@ -160,23 +162,21 @@ class KDEyEvaluator:
         self.kdey = kdey
         self.n = len(kdes)
         self.log_space = (kdey.kernel != "gaussian" and self.n >= 20) or self.n >= 30   # QuaPy's switch
-        centres, scale, const, sizes = [], [], [], []
+        blocks, const, sizes = [], [], []
         for i, kde in enumerate(kdes):
             if getattr(kde, "kernel", None) != "gaussian" or getattr(kde, "metric", "euclidean") != "euclidean":
                 raise ValueError(f"class {i}: the capshift KDEy backend needs Gaussian kernels with the Euclidean "
                                  "metric; use kdey_backend='quapy'")
-            h = float(kde.bandwidth_)
+            h2 = float(kde.bandwidth_) ** 2
             X = np.asarray(kde.tree_.data, dtype=float)
-            centres.append(X / (h * h))
-            scale.append(np.full(len(X), 0.5 / (h * h)))
+            # -||x - v||² / (2 h²) = [x, -1, ||x||²] . [v / h², ||v||² / (2 h²), -1 / (2 h²)]
+            blocks.append(np.hstack([X / h2, (X * X).sum(axis=1, keepdims=True) / (2 * h2),
+                                     np.full((len(X), 1), -0.5 / h2)]))
             sizes.append(len(X))
-            const.append(-np.log(len(X)) - 0.5 * X.shape[1] * np.log(2 * np.pi * h * h))
+            const.append(-np.log(len(X)) - 0.5 * X.shape[1] * np.log(2 * np.pi * h2))
         self.sizes = np.asarray(sizes)
         self.starts = np.r_[0, np.cumsum(self.sizes)[:-1]]
-        self.C = np.ascontiguousarray(np.vstack(centres).T)        # (d, N): x . v_j / h²
-        allX = np.vstack([np.asarray(k.tree_.data, dtype=float) for k in kdes])
-        self.cn = np.concatenate(scale) * (allX * allX).sum(axis=1)  # ||v_j||² / (2 h²)
-        self.half_inv_h2 = np.array([s[0] for s in scale])         # 1 / (2 h_i²)
+        self.C = np.ascontiguousarray(np.vstack(blocks).T)          # (d + 2, N)
         self.const = np.asarray(const)
 
     def log_densities(self, posteriors) -> np.ndarray:
@@ -186,22 +186,22 @@ class KDEyEvaluator:
         """
         T = np.asarray(self.kdey.transform_posteriors(np.asarray(posteriors, dtype=float), self.kdey.kernel))
         m = len(T)
-        out = np.empty((self.n, m))
-        tn = (T * T).sum(axis=1)
-        rows = max(1, _CHUNK // max(1, self.C.shape[1]))
+        Ta = np.hstack([T, -np.ones((m, 1)), (T * T).sum(axis=1, keepdims=True)])
+        out = np.empty((m, self.n))
+        rows = max(1, _CHUNK // self.C.shape[1])
         for s in range(0, m, rows):
-            E = T[s:s + rows] @ self.C                       # (r, N)
-            E -= self.cn
-            top = E.max(axis=1, keepdims=True)               # shift by the row max: one exp pass
-            E -= top
-            np.exp(E, out=E)
-            S = np.add.reduceat(E, self.starts, axis=1)      # (r, n)
-            with np.errstate(divide="ignore"):            # a class e^-745 below the nearest one: -inf,
-                L = np.log(S) + top                        # i.e. density 0 (QuaPy's exp underflows there too)
-            out[:, s:s + rows] = L.T
-        out -= np.outer(self.half_inv_h2, tn)
-        out += self.const[:, None]
-        return out
+            E = Ta[s:s + rows] @ self.C                      # (r, N) exponents -||x - v||² / (2 h²) <= 0
+            np.exp(E, out=E)                                 # never overflows
+            S = np.add.reduceat(E, self.starts, axis=1)      # (r, n) kernel sums per class
+            with np.errstate(divide="ignore"):
+                out[s:s + rows] = np.log(S)
+            for k in np.flatnonzero(S.max(axis=1) < 1e-280):  # far from every centre: redo with a shift
+                e = Ta[s + k] @ self.C
+                top = e.max()
+                with np.errstate(divide="ignore"):
+                    out[s + k] = np.log(np.add.reduceat(np.exp(e - top), self.starts)) + top
+        # a class e^-700 below the nearest one comes out as -inf (density 0; QuaPy's exp underflows there too)
+        return out.T + self.const[:, None]
 
     def _objective(self, logd):
         """(D, c) of :func:`mixture_ml` for QuaPy's objective on these log densities."""
