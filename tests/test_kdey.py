@@ -50,6 +50,11 @@ def _fitted(n):
     return _FITTED[n]
 
 
+def _quapy_log_densities(q, P):
+    """QuaPy's (scikit-learn's) log densities of the posteriors P (m, n) under each class: (n, m)."""
+    return np.array([q.pdf(k, P, q.kernel, log_densities=True) for k in q.mix_densities])
+
+
 def _quapy_objective(q, logd):
     """QuaPy's KDEyML.aggregate objective as a function of p, on QuaPy's log densities (n, m)."""
     n = logd.shape[0]
@@ -78,8 +83,7 @@ def test_log_densities_equal_sklearn(n):
     q, samples = _fitted(n)
     ev = KDEyEvaluator(q)
     for P in samples:
-        ref = np.array([q.pdf(k, P, q.kernel, log_densities=True) for k in q.mix_densities])
-        ours = ev.log_densities(P)
+        ref, ours = _quapy_log_densities(q, P), ev.log_densities(P)
         assert ours.shape == ref.shape == (n, len(P))
         # relative to each item's largest class density (what the mixture likelihood sees)
         err = np.abs(np.exp(ours - ref.max(axis=0)) - np.exp(ref - ref.max(axis=0))).max()
@@ -91,8 +95,7 @@ def test_prevalence_equals_exact_optimum_of_quapy_objective(n):
     q, samples = _fitted(n)
     ev = KDEyEvaluator(q)
     for P in samples:
-        logd = np.array([q.pdf(k, P, q.kernel, log_densities=True) for k in q.mix_densities])
-        ours = ev.aggregate(P)
+        logd, ours = _quapy_log_densities(q, P), ev.aggregate(P)
         assert ours.min() >= 0 and abs(ours.sum() - 1) < 1e-12
         ref = _clarabel(q, logd)
         np.testing.assert_allclose(ours, ref, atol=1e-6, rtol=0)
