@@ -119,9 +119,10 @@ class SimplexActiveSet:
         """Detect "block diagonal plus low rank": with the N = n² cells in n blocks of n (the true-class rows
         of the table), the equations that touch one block only (LEAP's rate and row-sum equations) give a
         block-diagonal part of Q, the few others (Eq. 8 and the column sums) a low-rank part ``U U^T``. When
-        every diagonal block is positive definite (O-LEAP's system; not LEAP's, which drops class 0's
-        equations) the null-space solves use Woodbury's identity: n Cholesky solves of n x n blocks plus one
-        small capacitance system, ``O(n^4)`` instead of ``O(|F|^3)`` with up to ``n^6 / 8``."""
+        every diagonal block is positive definite (O-LEAP's system; LEAP's drops class 0's equations, whose
+        block then is the identity, subtracted again as a rank-n term) the null-space solves use Woodbury's
+        identity: n solves of n x n blocks plus one small capacitance system, ``O(n^4)`` instead of
+        ``O(|F|^3)`` with up to ``n^6 / 8``."""
         self.Bw = None
         nb = int(round(np.sqrt(self.N)))
         if nb * nb != self.N or nb < 3:
@@ -139,11 +140,21 @@ class SimplexActiveSet:
         for i in range(nb):
             Ai = A[within & (lo == i)][:, i * nb:(i + 1) * nb]
             Bw[i] = Ai.T @ Ai
+        # a block without equations of its own (LEAP drops class 0's): identity there, minus the identity as
+        # a low-rank term, so that Q = B + V diag(sign) V^T with B positive definite
+        empty = ~Bw.any(axis=(1, 2))
+        Bw[empty] = np.eye(nb)
         try:
             np.linalg.cholesky(Bw)
         except np.linalg.LinAlgError:
             return
-        self.nb, self.Bw, self.U = nb, Bw, np.ascontiguousarray(A[cross].T)
+        V = [A[cross].T]
+        for i in np.flatnonzero(empty):
+            E = np.zeros((self.N, nb))
+            E[i * nb:(i + 1) * nb] = np.eye(nb)
+            V.append(E)
+        self.nb, self.Bw, self.U = nb, Bw, np.ascontiguousarray(np.hstack(V))
+        self.sign = np.r_[np.ones(int(cross.sum())), -np.ones(nb * int(empty.sum()))]
 
     def _eqp_structured(self, W, c):
         """Null-space solve with ``x_W = 0`` by Woodbury on the block-diagonal plus low-rank Q (see
@@ -165,7 +176,7 @@ class SimplexActiveSet:
         R[:, 2:] = UF
         Z = np.linalg.solve(B, R.reshape(nb, nb, 2 + r)).reshape(N, 2 + r)
         S = UF.T @ Z[:, 2:]
-        S.flat[::r + 1] += 1.0                               # capacitance I + U_F^T B^-1 U_F
+        S.flat[::r + 1] += self.sign                         # capacitance diag(sign) + U_F^T B^-1 U_F
         Y = Z[:, :2] - Z[:, 2:] @ np.linalg.solve(S, UF.T @ Z[:, :2])   # Q_FF^-1 [c_F, 1_F]
         nu = (Y[:, 0].sum() - 1.0) / Y[:, 1].sum()
         x = Y[:, 0] - nu * Y[:, 1]
