@@ -393,7 +393,7 @@ add("leap.sleap_table(empty row)", lambda: leap.sleap_table([[0.5, 0.5], [0.0, 0
 add("leap.leap_table(pred_prev sums 1.5)", lambda: leap.leap_table(T2, [0.5, 1.0], [0.5, 0.5]), Err("pred_prev"))
 add("leap.leap_table(NaN est_prev)", lambda: leap.leap_table(T2, [0.5, 0.5], [np.nan, 1.0]), Err("est_prev"))
 add("leap.oleap_table(solver='x')", lambda: leap.oleap_table(T2, [0.5, 0.5], [0.5, 0.5], solver="x"), Err("solver"))
-add("leap.TableSolver(solver='cvxpy')", lambda: leap.TableSolver(T2, "oleap", solver="cvxpy"), Err("solver"))
+add("leap.TableSolver(solver='cvxopt')", lambda: leap.TableSolver(T2, "oleap", solver="cvxopt"), Err("solver"))
 add("leap.TableSolver(method='x')", lambda: leap.TableSolver(T2, method="x"), Err("method"))
 add("leap.TableSolver.solve(batch shapes differ)",
     lambda: leap.TableSolver(T2).solve([[0.5, 0.5]] * 2, [[0.5, 0.5]] * 3), Err("pred_prev|est_prev|shape"))
