@@ -165,6 +165,12 @@ add("Quantifier('nope').fit", lambda: _qfit("nope"), Err("quantifier"))
 add("Quantifier(3).fit", lambda: _qfit(3), Err("quantifier"))
 add("Quantifier('acc', classifier=None).fit", lambda: _qfit("acc", classifier=None), Err("classifier"))
 add("Quantifier('kdey', bandwidth=-1).fit", lambda: _qfit("kdey", bandwidth=-1.0), Err("bandwidth"))
+add("Quantifier('kdey', kdey_backend='fast').fit", lambda: _qfit("kdey", kdey_backend="fast"), Err("kdey_backend"))
+add("Quantifier('kdey', kdey_backend=1).fit", lambda: _qfit("kdey", kdey_backend=1), Err("kdey_backend"))
+add("Quantifier('kdey').set_kdey_backend('sklearn')", lambda: _qfit("kdey").set_kdey_backend("sklearn"),
+    Err("kdey_backend"))
+add("Quantifier('kdey').quantify_batch([])", lambda: _qfit("kdey").quantify_batch([]),
+    Ok(lambda v: v.shape == (0, 2), "no samples: an empty (0, n) array"))
 add("Quantifier unfitted quantify",
     lambda: Quantifier("cc", classifier=problem(2)[0]).quantify(problem(2)[3]), Err("fit", (NotFittedError,)))
 add("Quantifier('oracle') without prevalence", lambda: _qfit("oracle").quantify(problem(2)[3]), Err("prevalence"))
@@ -403,6 +409,7 @@ add("leap.sleap_table(empty row)", lambda: leap.sleap_table([[0.5, 0.5], [0.0, 0
 add("leap.leap_table(pred_prev sums 1.5)", lambda: leap.leap_table(T2, [0.5, 1.0], [0.5, 0.5]), Err("pred_prev"))
 add("leap.leap_table(NaN est_prev)", lambda: leap.leap_table(T2, [0.5, 0.5], [np.nan, 1.0]), Err("est_prev"))
 add("leap.oleap_table(solver='x')", lambda: leap.oleap_table(T2, [0.5, 0.5], [0.5, 0.5], solver="x"), Err("solver"))
+add("leap.TableSolver(solver='cvxopt')", lambda: leap.TableSolver(T2, "oleap", solver="cvxopt"), Err("solver"))
 add("leap.TableSolver(method='x')", lambda: leap.TableSolver(T2, method="x"), Err("method"))
 add("leap.TableSolver.solve(batch shapes differ)",
     lambda: leap.TableSolver(T2).solve([[0.5, 0.5]] * 2, [[0.5, 0.5]] * 3), Err("pred_prev|est_prev|shape"))

@@ -123,10 +123,14 @@ def test_kdey_on_h_posteriors_is_quapys_kdey_on_h():
     from capshift.quantifiers import Quantifier
     split = datasets.load("cmc", seed=0)
     h = experiment.make_classifier("lr", 0).fit(split.X_L, split.y_L)
-    ours = Quantifier("kdey-h", classifier=h, random_state=0).fit(split.X_V, split.y_V, 3)
+    ours = Quantifier("kdey-h", classifier=h, random_state=0, kdey_backend="quapy").fit(split.X_V, split.y_V, 3)
     ref = KDEyML(h, fit_classifier=False, val_split=None, bandwidth=0.1, random_state=0).fit(split.X_V, split.y_V)
     for i in (slice(0, 50), slice(50, 150), slice(200, 260)):
         np.testing.assert_allclose(ours.quantify(split.X_U[i]), ref.quantify(split.X_U[i]), atol=1e-9)
+        # capshift's exact evaluation of the same fitted densities: within QuaPy's SLSQP tolerance
+        ours.set_kdey_backend("capshift")
+        np.testing.assert_allclose(ours.quantify(split.X_U[i]), ref.quantify(split.X_U[i]), atol=1e-3)
+        ours.set_kdey_backend("quapy")
     # and it differs from the paper's surrogate-MLP KDEy (a different model of the densities)
     mlp = Quantifier("kdey", classifier=h, random_state=0).fit(split.X_V, split.y_V, 3)
     assert not np.allclose(mlp.quantify(split.X_U[:100]), ours.quantify(split.X_U[:100]), atol=1e-3)

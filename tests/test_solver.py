@@ -93,6 +93,8 @@ def test_single_rhs_equals_batch_and_agrees_with_osqp():
         np.testing.assert_allclose(TableSolver(V, "oleap").solve(G[k], Q[k])[0][0], T[k], atol=1e-13)
     T_osqp, _ = TableSolver(V, "oleap", "osqp").solve(G, Q)
     np.testing.assert_allclose(T, T_osqp, atol=1e-5)
+    T_cvxpy, _ = TableSolver(V, "oleap", "cvxpy").solve(G, Q)  # the authors' cvxpy + OSQP problem
+    np.testing.assert_allclose(T, T_cvxpy, atol=1e-5)
 
 
 @pytest.mark.parametrize("n", [2, 5, 12])
@@ -113,3 +115,19 @@ def test_bad_solver_name_and_singular_system():
     assert SOLVERS[0] == "active_set"
     with pytest.raises(ValueError, match="singular"):
         SimplexActiveSet(np.ones((3, 2)))
+
+
+@pytest.mark.parametrize("method", ["leap", "oleap"])
+@pytest.mark.parametrize("kind", ["random", "sparse", "rare"])
+def test_structured_solves_equal_dense_ones(method, kind):
+    # the Woodbury null-space solves (block-diagonal plus low-rank Q) against the plain Cholesky of Q_FF;
+    # low rank: Eq. 8 and the column sums (LEAP: without class 0, plus class 0's empty block)
+    rng = np.random.default_rng(11)
+    V = _table(9, kind, rng)
+    ts = TableSolver(V, method)
+    B = ts.system.rhs(rng.dirichlet(np.ones(9), 10), rng.dirichlet(np.ones(9) * 0.3, 10))
+    qp = SimplexActiveSet(ts.system.A)
+    assert qp.Bw is not None and qp.U.shape[1] == (1 + 9 if method == "oleap" else 1 + 8 + 9)
+    X = qp.solve(B)
+    qp.Bw = None
+    np.testing.assert_allclose(X, qp.solve(B), atol=1e-10)

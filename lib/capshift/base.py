@@ -319,3 +319,13 @@ class CAPEstimator(BaseEstimator):
     def _pred_prev(self, X) -> np.ndarray:
         """Fraction of ``X`` that h assigns to each class (gamma, LEAP Eq. 10), shape (n,)."""
         return np.bincount(predict_codes(self.classifier, X), minlength=self.n_classes_) / X.shape[0]
+
+    def _pred_prevs(self, samples) -> np.ndarray:
+        """:meth:`_pred_prev` of k samples, (k, n): one call of h on all their items (dense samples)."""
+        if len(samples) < 2 or any(sp.issparse(X) for X in samples):
+            return np.stack([self._pred_prev(X) for X in samples])
+        sizes = np.array([X.shape[0] for X in samples])
+        codes = predict_codes(self.classifier, np.concatenate(samples))
+        which = np.repeat(np.arange(len(samples)), sizes)
+        counts = np.bincount(which * self.n_classes_ + codes, minlength=len(samples) * self.n_classes_)
+        return counts.reshape(len(samples), self.n_classes_) / sizes[:, None]

@@ -34,7 +34,7 @@ from tqdm import tqdm
 
 from . import datasets, protocols, registry
 from ._validation import check_fraction, check_int, check_seed
-from .leap import SOLVERS
+from .leap import DEFAULT_SOLVER, SOLVERS
 from .quantifiers import QUANTIFIERS, Quantifier
 from .tables import contingency_table, get_measure
 
@@ -63,7 +63,7 @@ def make_classifier(name: str, random_state=0):
     return CLASSIFIERS[name](random_state)
 
 
-def make_method(name: str, classifier, quantifier=None, solver="osqp", random_state=0, **params):
+def make_method(name: str, classifier, quantifier=None, solver=DEFAULT_SOLVER, random_state=0, **params):
     """An unfitted CAP estimator for a registered method name (:func:`capshift.registry.make_method`).
 
     ``quantifier`` (e.g. a fitted, shared :class:`capshift.quantifiers.Quantifier`) overrides the one in the
@@ -104,7 +104,7 @@ def _check_run_args(classifier, methods, protocol, n_samples, sample_size, measu
 
 def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, protocol: str = "upp",
                    n_samples: int = 1000, sample_size: int = 100, measures=("accuracy",), seed: int = 0,
-                   solver: str = "osqp", progress: bool = True) -> pd.DataFrame:
+                   solver: str = DEFAULT_SOLVER, progress: bool = True) -> pd.DataFrame:
     """Evaluate CAP methods on one dataset and classifier over a PPS protocol.
 
     Parameters
@@ -125,7 +125,7 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
         Measures to predict (names of :data:`capshift.tables.MEASURES`).
     seed : int
         Seeds the split, the classifier, the quantifiers and the protocol.
-    solver : {"osqp", "slsqp"}
+    solver : {"active_set", "osqp", "slsqp"}
         Constrained solver of the LEAP family.
 
     Returns
@@ -351,7 +351,7 @@ def quacc_train_prevalences(n_classes: int, n_train: int = 9, seed: int = 0, flo
 def run_quacc_protocol(dataset, classifier: str = "lr", methods=("Naive", "LEAP_KDEy", "O-LEAP_KDEy"),
                        n_train: int = 9, test_repeats: int = 10, n_test_upp: int = 210, sample_size: int = 1000,
                        train_size: float | None = None, measures=("accuracy", "f1"), seed: int = 0,
-                       solver: str = "osqp", progress: bool = False) -> pd.DataFrame:
+                       solver: str = DEFAULT_SOLVER, progress: bool = False) -> pd.DataFrame:
     """The QuAcc paper's protocol: classifiers trained at several training prevalences x PPS test samples.
 
     For each training prevalence p_t (:func:`quacc_train_prevalences`), a training sample T_t is drawn from

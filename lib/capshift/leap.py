@@ -18,8 +18,9 @@ The system matrix depends only on ``C_V``; :class:`TableSolver` builds it and it
 (LU for the exact path, the constrained solver's workspace) once, then solves any number of
 right-hand sides. Constrained solvers: ``"active_set"`` (default; exact active-set method on the
 cached Gram matrix and its inverse, :mod:`capshift._qp`, batched over samples), ``"osqp"`` (sparse
-quadratic program, OSQP, as the paper's sparse variant, Sect. 5.12) and ``"slsqp"`` (dense,
-``scipy.optimize`` SLSQP, the paper's naive variant).
+quadratic program, OSQP called directly), ``"cvxpy"`` (the same problem as one cached cvxpy problem with a
+parameter right-hand side, solved by OSQP: the paper's sparse variant, Sect. 5.12, as in the authors'
+code) and ``"slsqp"`` (dense, ``scipy.optimize`` SLSQP, the paper's naive variant).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from .tables import check_table, true_prevalence
 
 __all__ = ["TableSolver", "sleap_table", "leap_table", "oleap_table", "SLEAP", "LEAP", "OLEAP", "SOLVERS"]
 
-SOLVERS = ("active_set", "osqp", "slsqp")
+SOLVERS = ("active_set", "osqp", "cvxpy", "slsqp")
 DEFAULT_SOLVER = "active_set"
 _NEG_TOL = 1e-9  # exact solutions with cells below -_NEG_TOL are infeasible
 
@@ -60,6 +61,11 @@ class _SimplexLSQ:
             self.qp = osqp.OSQP()
             self.qp.setup(P, np.zeros(self.N), C, lo, np.ones(self.N + 1), verbose=False, polishing=True,
                           eps_abs=1e-9, eps_rel=1e-9, max_iter=50000)
+        elif solver == "cvxpy":  # the authors' sparse implementation: one cached cvxpy problem, OSQP
+            import cvxpy as cp
+
+            from .solver_bench import CvxpyReference
+            self.ref = CvxpyReference(A, cp.OSQP)
         elif solver == "slsqp":
             self.Ad = A.toarray()
         else:
@@ -73,6 +79,10 @@ class _SimplexLSQ:
             x = self.qp.solve(raise_error=False).x
             if x is None or not np.all(np.isfinite(x)):
                 raise RuntimeError("OSQP failed on the constrained LEAP problem; try solver='slsqp'")
+        elif self.solver == "cvxpy":
+            x = self.ref.solve(b[None])[0]
+            if not np.all(np.isfinite(x)):
+                raise RuntimeError("cvxpy + OSQP failed on the constrained LEAP problem; try solver='active_set'")
         else:
             Ad = self.Ad
             res = minimize(lambda x: np.sum((Ad @ x - b) ** 2), x0, jac=lambda x: 2 * Ad.T @ (Ad @ x - b),
@@ -95,9 +105,9 @@ class TableSolver:
     method : {"leap", "oleap"}
         ``"leap"``: square system without class 0, exact solve with constrained fallback;
         ``"oleap"``: constrained solve over all ``(n+1)²`` equations.
-    solver : {"active_set", "osqp", "slsqp"}
-        Constrained solver: capshift's exact active-set method (default), sparse OSQP or the
-        paper's dense SLSQP.
+    solver : {"active_set", "osqp", "cvxpy", "slsqp"}
+        Constrained solver: capshift's exact active-set method (default), sparse OSQP, cvxpy + OSQP
+        (the paper's sparse variant) or the paper's dense SLSQP.
 
     Raises
     ------
@@ -119,7 +129,7 @@ class TableSolver:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_lsq"] = None  # the OSQP workspace does not pickle; rebuilt on first use
+        state["_lsq"] = None  # the OSQP / cvxpy workspaces do not pickle; rebuilt on first use
         return state
 
     def _constrained(self, B):
@@ -233,9 +243,9 @@ class _LEAPEstimator(CAPEstimator):
             self.solver_ = TableSolver(self.val_table_, self._method, self.solver)
 
     def _predict_tables(self, samples, prevalences, posteriors=None):
-        g = np.stack([self._pred_prev(X) for X in samples])
-        q = np.stack([self.quantifier_.quantify(X, None if prevalences is None else prevalences[i])
-                      for i, X in enumerate(samples)])
+        # batched: h and the quantifier's surrogate classify all items at once, KDEy's densities in one pass
+        g = self._pred_prevs(samples)
+        q = self.quantifier_.quantify_batch(samples, prevalences)
         return self.tables_from_prevalences(g, q)
 
     def tables_from_prevalences(self, pred_prev, est_prev) -> np.ndarray:
@@ -281,7 +291,7 @@ class LEAP(_LEAPEstimator):
         passed to predict), or an instance.
     measure : str
         Default measure of ``predict`` (any name of :data:`capshift.tables.MEASURES`).
-    solver : {"active_set", "osqp", "slsqp"}
+    solver : {"active_set", "osqp", "cvxpy", "slsqp"}
         Solver of the constrained fallback (Sect. 4.5); see :class:`TableSolver`.
     random_state : int or None
         Seed of the quantifier's surrogate classifier.

@@ -13,6 +13,10 @@ Ratios are reference time / capshift time, measured in one process. The objectiv
 "gap" is the largest ``(f_capshift - f_clarabel) / (1 + f_clarabel)`` (negative: capshift lower).
 Build times (factorisations, cvxpy compilation) are reported apart (``setup_s``), not in the
 per-sample times; capshift's time is the best of ``reps`` runs of the batch, each reference is timed once.
+
+:func:`inference_times` measures LEAP 2025's Figure 5 (Sect. 5.12): per-sample inference time of ATC, DoC,
+S-LEAP, LEAP and O-LEAP (KDEy) on real datasets, the LEAP variants with the paper's dense (SLSQP) and sparse
+(cvxpy + OSQP) solvers on QuaPy's KDEy inference, and with capshift's KDEy backend and solver.
 """
 from __future__ import annotations
 
@@ -24,7 +28,18 @@ import pandas as pd
 
 from .leap import TableSolver
 
-__all__ = ["random_table", "inconsistent_prevalences", "CvxpyReference", "objective", "run"]
+__all__ = ["random_table", "inconsistent_prevalences", "CvxpyReference", "objective", "run", "inference_times",
+           "FIGURE5_VARIANTS"]
+
+#: Figure 5's methods: (label, registry name, KDEy backend, solver); None: the method has neither.
+FIGURE5_VARIANTS = [
+    ("ATC", "ATC", None, None), ("DoC", "DoC", None, None),
+    ("S-LEAP", "S-LEAP_KDEy", "quapy", None),
+    ("LEAP dense", "LEAP_KDEy", "quapy", "slsqp"), ("O-LEAP dense", "O-LEAP_KDEy", "quapy", "slsqp"),
+    ("LEAP sparse", "LEAP_KDEy", "quapy", "cvxpy"), ("O-LEAP sparse", "O-LEAP_KDEy", "quapy", "cvxpy"),
+    ("S-LEAP capshift", "S-LEAP_KDEy", "capshift", None),
+    ("LEAP capshift", "LEAP_KDEy", "capshift", "active_set"), ("O-LEAP capshift", "O-LEAP_KDEy", "capshift", "active_set"),
+]
 
 
 def random_table(n, rng, kind="random"):
@@ -56,7 +71,7 @@ class CvxpyReference:
         for k, b in enumerate(B):
             self.b.value = b
             self.prob.solve(solver=self.solver, **self.kw)
-            out[k] = self.x.value
+            out[k] = np.nan if self.x.value is None else self.x.value
         return out
 
 
@@ -77,9 +92,25 @@ def time_per_sample(fn, reps=1):
     return best, out
 
 
+def _workspace_bytes(ts) -> int:
+    """Bytes of the arrays a TableSolver keeps for its constrained solves (dense Gram matrix, inverse, ...)."""
+    seen = ts._lsq.__dict__.values() if ts._lsq is not None else []
+    total = 0
+    for a in seen:
+        if isinstance(a, np.ndarray):
+            total += a.nbytes
+        elif hasattr(a, "data") and hasattr(a, "indices"):  # scipy sparse (CSR)
+            total += a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
+    return total
+
+
 def run(classes, samples, method="oleap", tables="random", seed=0, osqp_samples=None, reps=3,
         clarabel=True, verbose=True) -> pd.DataFrame:
-    """One row per n: per-sample times (ms), ratios, objective gaps, cell checks, setup time.
+    """One row per n: per-sample times (ms), ratios, objective gaps, cell checks, setup time, memory.
+
+    Memory: ``capshift_MB`` is what capshift's constrained solver keeps per fitted estimator (dense
+    ``O(n^4)`` arrays plus the sparse A), ``sparse_MB`` the CSR storage of A alone (``O(n^3)`` non-zeros, what
+    a sparse solver starts from), ``nnz_A`` its non-zeros.
 
     ``tables``: "random" (diagonal-heavy random) or "sparse" (half the off-diagonal cells
     empty); ``osqp_samples``: time the references on the first k samples only (slow at large n);
@@ -117,8 +148,68 @@ def run(classes, samples, method="oleap", tables="random", seed=0, osqp_samples=
             "gap": float(np.max((f_cap - f_cla) / (1 + f_cla))),
             "osqp_gap": float(np.max((f_osqp - f_cla) / (1 + f_cla))),
             "min_cell": float(T.min()), "max_sum_err": float(np.abs(T.sum((1, 2)) - 1).max()),
-            "setup_s": setup,
+            "setup_s": setup, "capshift_MB": _workspace_bytes(ts) / 1e6,
+            "sparse_MB": (ts.system.A.nnz * 12 + 4 * (ts.system.A.shape[0] + 1)) / 1e6, "nnz_A": ts.system.A.nnz,
         })
         if verbose:
             print(pd.DataFrame(rows[-1:]).to_string(index=False, header=len(rows) == 1, float_format="%.3g"), flush=True)
+    return pd.DataFrame(rows)
+
+
+def inference_times(names, n_samples=10, sample_size=100, seed=0, dense_max_n=15, variants=None, repeats=2,
+                    verbose=False) -> pd.DataFrame:
+    """LEAP 2025 Figure 5: inference time per test sample of each method on each dataset (tidy frame).
+
+    For each dataset of ``names`` (offline :mod:`capshift.datasets` keys): LR trained on L, one KDEy-ML
+    quantifier fitted on V and shared by every LEAP variant (its inference switched between QuaPy's and
+    capshift's backend with :meth:`~capshift.quantifiers.Quantifier.set_kdey_backend`), every method of
+    ``variants`` (default :data:`FIGURE5_VARIANTS`) fitted on V, then ``predict_batch`` on ``n_samples`` UPP
+    samples of ``sample_size`` items, timed as a whole (classifier, quantifier and solve; the solver's
+    workspace is built before timing, as it is once per fit; best of ``repeats``). Dense (SLSQP) variants are skipped above
+    ``dense_max_n`` classes (minutes per sample). Columns: dataset, n, method, ms (per sample), and
+    ``max_diff``: the largest |difference| of a LEAP variant's accuracy estimates from the same method's
+    capshift variant (solver tolerances and QuaPy's SLSQP in the quantifier).
+    """
+    import warnings
+
+    from . import datasets, experiment
+    from .protocols import upp_indices
+    from .quantifiers import Quantifier
+
+    variants = FIGURE5_VARIANTS if variants is None else variants
+    rows = []
+    for name in names:
+        split = datasets.load(name, seed=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            h = experiment.make_classifier("lr", seed).fit(split.X_L, split.y_L)
+            quant = Quantifier("kdey", random_state=seed).fit(split.X_V, split.y_V, split.n_classes)
+        n = split.n_classes
+        samples = [split.X_U[i] for i in upp_indices(split.y_U, sample_size, n_samples, seed, n_classes=n)]
+        estimates = {}
+        for label, method, backend, solver in variants:
+            if solver == "slsqp" and n > dense_max_n:
+                continue
+            kw = {} if backend is None else {"quantifier": quant}
+            if backend is not None:
+                quant.set_kdey_backend(backend)
+            est = experiment.make_method(method, h, solver=solver or "active_set", random_state=seed, **kw)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(split.X_V, split.y_V)
+                est.predict_batch(samples[:1])  # per-fit work (solver workspace) outside the timing
+                ms = np.inf
+                for _ in range(repeats):  # best of `repeats` (a shared machine)
+                    t0 = time.perf_counter()
+                    estimates[label] = est.predict_batch(samples)
+                    ms = min(ms, 1e3 * (time.perf_counter() - t0) / len(samples))
+            rows.append({"dataset": name, "n": n, "method": label, "ms": ms})
+            if verbose:
+                print(rows[-1], flush=True)
+        for row in rows:
+            if row["dataset"] == name:
+                base = row["method"].split(" ")[0] + " capshift"
+                same = base in estimates and row["method"] in estimates and base != row["method"]
+                row["max_diff"] = float(np.abs(estimates[row["method"]] - estimates[base]).max()) if same else np.nan
+    quant.set_kdey_backend("capshift")
     return pd.DataFrame(rows)

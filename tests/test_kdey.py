@@ -1,0 +1,159 @@
+"""capshift's KDEy-ML inference (capshift._kdey) against QuaPy's KDEyML on the same fitted densities.
+
+The reference is QuaPy: its fitted ``KernelDensity`` objects evaluated by scikit-learn
+(``KDEyML.pdf``), its objective (``KDEyML.aggregate``, both the density form below 30 classes and the
+log-space form from 30 on, written here from QuaPy's source), minimised to high accuracy by cvxpy + Clarabel
+(QuaPy's own SLSQP stops at ``ftol = 1e-6``, up to ~1e-4 away from the optimum: against it the test asserts
+an objective no worse and agreement to 1e-3).
+"""
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+import quapy as qp
+from quapy.method.aggregative import KDEyML
+from scipy.special import logsumexp
+from sklearn.linear_model import LogisticRegression
+
+from capshift._kdey import KDEyEvaluator, check_kdey_backend, mixture_ml
+from capshift.quantifiers import Quantifier
+
+N_CLASSES = (3, 10, 26, 32)  # 32: QuaPy's log-space objective (n >= 30)
+
+
+def _data(n, m, seed, prev=None):
+    rng = np.random.default_rng(seed)
+    prev = np.full(n, 1 / n) if prev is None else prev
+    y = rng.choice(n, size=m, p=prev)
+    y[:n] = np.arange(n)  # every class present
+    centres = 2.0 * rng.normal(size=(n, 6))
+    return centres[y] + rng.normal(size=(m, 6)), y
+
+
+_FITTED = {}
+
+
+def _fitted(n):
+    if n not in _FITTED:
+        X, y = _data(n, 40 * n, seed=n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = KDEyML(LogisticRegression(max_iter=2000), val_split=3, random_state=0).fit(X, y)
+        rng = np.random.default_rng(100 + n)
+        samples = []
+        for s in range(3):  # shifted test samples: random prevalence, classes absent from some
+            prev = rng.dirichlet(np.full(n, 0.5))
+            Xs, _ = _data(n, 100, seed=1000 * n + s, prev=prev)
+            samples.append(q.classify(Xs))
+        _FITTED[n] = (q, samples)
+    return _FITTED[n]
+
+
+def _quapy_log_densities(q, P):
+    """QuaPy's (scikit-learn's) log densities of the posteriors P (m, n) under each class: (n, m)."""
+    return np.array([q.pdf(k, P, q.kernel, log_densities=True) for k in q.mix_densities])
+
+
+def _quapy_objective(q, logd):
+    """QuaPy's KDEyML.aggregate objective as a function of p, on QuaPy's log densities (n, m)."""
+    n = logd.shape[0]
+    if n >= 30:
+        return lambda p: -np.sum(logsumexp(np.log(qp.error.smooth(p, eps=1e-12))[:, None] + logd, axis=0))
+    D = np.exp(logd)
+    return lambda p: -np.sum(np.log(p @ D + 1e-12))
+
+
+def _clarabel(q, logd):
+    """Minimiser of QuaPy's objective by cvxpy + Clarabel (rescaled per item: same minimiser)."""
+    n = logd.shape[0]
+    D = np.exp(logd - logd.max(axis=0))
+    c = 1e-12 * (D.sum(axis=0) if n >= 30 else np.exp(-logd.max(axis=0)))
+    p = cp.Variable(n)
+    prob = cp.Problem(cp.Maximize(cp.sum(cp.log(D.T @ p + c))), [p >= 0, cp.sum(p) == 1])
+    with warnings.catch_warnings():  # Clarabel may call 1e-12 "inaccurate": the 1e-6 assertion is the judge
+        warnings.simplefilter("ignore", UserWarning)
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12, max_iter=500)
+    x = np.clip(p.value, 0.0, None)
+    return x / x.sum()
+
+
+@pytest.mark.parametrize("n", N_CLASSES)
+def test_log_densities_equal_sklearn(n):
+    q, samples = _fitted(n)
+    ev = KDEyEvaluator(q)
+    for P in samples:
+        ref, ours = _quapy_log_densities(q, P), ev.log_densities(P)
+        assert ours.shape == ref.shape == (n, len(P))
+        # relative to each item's largest class density (what the mixture likelihood sees)
+        err = np.abs(np.exp(ours - ref.max(axis=0)) - np.exp(ref - ref.max(axis=0))).max()
+        assert err < 1e-10
+
+
+@pytest.mark.parametrize("n", N_CLASSES)
+def test_prevalence_equals_exact_optimum_of_quapy_objective(n):
+    q, samples = _fitted(n)
+    ev = KDEyEvaluator(q)
+    for P in samples:
+        logd, ours = _quapy_log_densities(q, P), ev.aggregate(P)
+        assert ours.min() >= 0 and abs(ours.sum() - 1) < 1e-12
+        ref = _clarabel(q, logd)
+        np.testing.assert_allclose(ours, ref, atol=1e-6, rtol=0)
+        f = _quapy_objective(q, logd)
+        quapy_est = q.aggregate(P)          # QuaPy's own estimate (SLSQP, ftol 1e-6)
+        assert f(ours) <= f(quapy_est) + 1e-9 * (1 + abs(f(quapy_est)))
+        assert f(ours) <= f(ref) + 1e-9 * (1 + abs(f(ref)))
+        np.testing.assert_allclose(ours, quapy_est, atol=1e-3, rtol=0)
+
+
+def test_batch_equals_single_and_quantifier_backends():
+    q, samples = _fitted(10)
+    ev = KDEyEvaluator(q)
+    batch = ev.aggregate_batch(samples)
+    np.testing.assert_allclose(batch, np.stack([ev.aggregate(P) for P in samples]), atol=1e-12)
+    assert ev.aggregate_batch([]).shape == (0, 10)
+
+
+def test_quantifier_backends_on_one_fit():
+    X, y = _data(4, 400, seed=7)
+    Xu, _ = _data(4, 300, seed=8, prev=np.array([0.6, 0.3, 0.1, 0.0]))
+    samples = [Xu[:100], Xu[100:200], Xu[200:]]
+    fast = Quantifier("kdey", random_state=0).fit(X, y, 4)
+    slow = Quantifier("kdey", random_state=0, kdey_backend="quapy").fit(X, y, 4)
+    assert fast.fast_ is not None and slow.fast_ is None
+    for Xs in samples:  # same seed, same fitted densities: QuaPy's estimate is the same optimum to SLSQP's tolerance
+        P = fast.classify(Xs)
+        np.testing.assert_allclose(fast.q_.aggregate(P), slow.q_.aggregate(P), atol=1e-12)
+        np.testing.assert_allclose(fast.quantify(Xs), slow.quantify(Xs), atol=1e-3)
+    np.testing.assert_allclose(fast.quantify_batch(samples), np.stack([fast.quantify(Xs) for Xs in samples]),
+                               atol=1e-10)
+    np.testing.assert_allclose(slow.quantify_batch(samples), np.stack([slow.quantify(Xs) for Xs in samples]),
+                               atol=1e-12)
+    switched = slow.set_kdey_backend("capshift")  # same fit, other inference
+    assert switched is slow and slow.fast_ is not None
+    np.testing.assert_allclose(slow.quantify_batch(samples), fast.quantify_batch(samples), atol=1e-10)
+
+
+def test_mixture_ml_kkt_and_recovery():
+    rng = np.random.default_rng(0)
+    n, m = 8, 400
+    # well-separated components: the ML weights of a large sample are near its true mixture
+    D = np.full((n, m), 1e-3)
+    truth = np.array([0.4, 0.3, 0.2, 0.1, 0, 0, 0, 0])
+    comp = rng.choice(n, size=m, p=truth)
+    D[comp, np.arange(m)] = 1.0
+    p = mixture_ml(D, np.full(m, 1e-12))
+    g = -(D / (p @ D + 1e-12)).sum(axis=1)
+    mu = g[p > 1e-9].mean()
+    assert np.abs(g[p > 1e-9] - mu).max() < 1e-8 * abs(mu)    # stationary on the support
+    assert np.all(g[p <= 1e-9] >= mu - 1e-8 * abs(mu))        # no class wants weight
+    np.testing.assert_allclose(p, np.bincount(comp, minlength=n) / m, atol=0.02)
+    assert np.all(p[4:] < 1e-9)
+
+
+def test_backend_names():
+    assert check_kdey_backend("QuaPy") == "quapy"
+    with pytest.raises(ValueError, match="kdey_backend"):
+        check_kdey_backend("fast")
+    with pytest.raises(TypeError, match="kdey_backend"):
+        check_kdey_backend(None)
