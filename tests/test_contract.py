@@ -237,7 +237,8 @@ def test_predict_interval_brackets_the_prediction(name):
         point = est.predict_batch(S, prevalences=P)
         assert b.shape == (2, 2) and np.all((0 <= b) & (b <= 1))
         assert np.all((b[:, 0] <= point + 1e-9) & (point <= b[:, 1] + 1e-9))
-        assert est.predict_interval(S[0], alpha=0.1, prevalence=P[0]) == tuple(b[0])
+        # one sample alone and in a batch: the same interval up to round-off (batched solves and KDEy products)
+        assert est.predict_interval(S[0], alpha=0.1, prevalence=P[0]) == pytest.approx(tuple(b[0]), abs=1e-12)
 
 
 def test_refit_forgets_the_previous_fit():

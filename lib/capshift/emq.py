@@ -205,7 +205,8 @@ def nkld(p, p_hat, *, sample_size=None, eps=None):
     """
     e = resolve_eps(sample_size, eps)
     p, p_hat = _pair(p, p_hat)
-    return _out(qerr.nkld(p, p_hat, eps=e))
+    # QuaPy's tanh-form can round a zero KLD to -1e-16; NKLD >= 0 by definition
+    return _out(np.maximum(qerr.nkld(p, p_hat, eps=e), 0.0))
 
 
 def pd(p, p_hat, *, sample_size=None, eps=None):
