@@ -193,7 +193,7 @@ def marked_table(comparison: pd.DataFrame, marks: pd.DataFrame, task: str, measu
                  alpha: float = 0.01, decimals: int = 3) -> pd.DataFrame:
     """One (task, measure) of :func:`compare` as a compact table of ``ours / paper`` cells with both marks.
 
-    A cell reads ``**.028**† / .031``: our mean AE, bold if it is the lowest of its row (``marks["best"]``),
+    A cell reads ``**.028**† / .031`` (the spaces around the slash are no-break spaces): our mean AE, bold if it is the lowest of its row (``marks["best"]``),
     † if it is not significantly different from the best (``marks["pvalue"] >= alpha``, the LEAP paper's
     Wilcoxon test at 0.01, Sect. 5.3); then the paper's value with the paper's own bold and † (empty where
     the paper has none). Means only: the standard deviations are in :func:`side_by_side`.
@@ -233,7 +233,8 @@ def marked_table(comparison: pd.DataFrame, marks: pd.DataFrame, task: str, measu
         if pd.notna(row["paper_mean"]):
             paper = _short(row["paper_mean"], decimals)
             paper = f"**{paper}**" if row["paper_best"] else paper + ("†" if row["paper_dagger"] else "")
-        return f"{ours} / {paper}" if ours and paper else ours or (f"– / {paper}" if paper else "")
+        sep = "\u00a0/\u00a0"  # no-break spaces: a cell never wraps inside "ours / paper"
+        return f"{ours}{sep}{paper}" if ours and paper else ours or (f"–{sep}{paper}" if paper else "")
 
     d = d.assign(cell=[cell(r) for _, r in d.iterrows()])
     wide = d.pivot(index="dataset", columns="method", values="cell")
