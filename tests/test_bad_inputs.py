@@ -549,6 +549,11 @@ add("reference.marked_table(marks without columns)", lambda: reference.marked_ta
     pd.DataFrame({"task": ["binary"], "measure": ["accuracy"], "dataset": ["a"], "method": ["x"], "mean": [0.1],
                   "std": [0.0], "paper_mean": [0.1], "paper_std": [0.0], "paper_best": [True],
                   "paper_dagger": [False]}), pd.DataFrame({"x": [1]}), "binary", "accuracy"), Err("marks"))
+add("reference.marked_comparison(alpha=1.5)", lambda: reference.marked_comparison(pd.DataFrame(
+    {"dataset": ["iris.2"], "classifier": ["lr"], "method": ["Naive"], "measure": ["accuracy"], "sample": [0],
+     "ae": [0.1]}), "binary", "accuracy", ["Naive"], alpha=1.5), Err("alpha"))
+add("reference.marked_comparison(missing columns)", lambda: reference.marked_comparison(
+    pd.DataFrame({"ae": [0.1]}), "binary", "accuracy", ["Naive"]), Err("columns"))
 add("plots.shift_boxplots(missing columns)", lambda: plots.shift_boxplots(pd.DataFrame({"ae": [0.1]})), Err("columns"))
 
 # ------------------------------------------------------------------------------------------ uncertainty

@@ -135,3 +135,20 @@ def test_kdey_on_h_posteriors_is_quapys_kdey_on_h():
     # and it differs from the paper's surrogate-MLP KDEy (a different model of the densities)
     mlp = Quantifier("kdey", classifier=h, random_state=0).fit(split.X_V, split.y_V, 3)
     assert not np.allclose(mlp.quantify(split.X_U[:100]), ours.quantify(split.X_U[:100]), atol=1e-3)
+
+
+def test_marked_comparison_keeps_the_task_and_marks_a_clearly_worse_method():
+    rng = np.random.default_rng(1)
+    rows = []
+    for ds in ("iris.2", "wine.1", "cmc"):  # cmc is multiclass: left out of the binary table
+        base = rng.uniform(0, 0.1, 30)
+        for m, ae in (("O-LEAP_KDEy", base), ("Naive", base + 0.05), ("DoC", base + rng.normal(0, 1e-3, 30))):
+            rows += [(ds, "lr", m, s, "accuracy", a) for s, a in enumerate(ae)]
+    res = pd.DataFrame(rows, columns=["dataset", "classifier", "method", "sample", "measure", "ae"])
+    marked, comp = reference.marked_comparison(res, "binary", "accuracy", ["Naive", "DoC", "O-LEAP_KDEy"])
+    assert "cmc" not in marked.index and {"iris.2", "wine.1", "Average (datasets run)"} <= set(marked.index)
+    assert set(comp["task"]) == {"binary"}
+    for row in ("iris.2", "Average (datasets run)"):
+        ours = {m: c.split("\u00a0/")[0] for m, c in marked.loc[row].items()}
+        assert "†" not in ours["Naive"] and "**" not in ours["Naive"]  # 0.05 worse on every sample
+        assert sum("**" in v for v in ours.values()) >= 1

@@ -13,7 +13,10 @@ from functools import lru_cache
 
 import pandas as pd
 
+from ._validation import check_fraction
+
 __all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side", "marked_table",
+           "marked_comparison",
            "dataset_shift_tables", "interval_table"]
 
 TABLES = {
@@ -216,8 +219,7 @@ def marked_table(comparison: pd.DataFrame, marks: pd.DataFrame, task: str, measu
     if not need <= set(marks.columns):
         raise ValueError(f"marks lack the columns {sorted(need - set(marks.columns))}: pass "
                          "capshift.experiment.significance's output")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    alpha = check_fraction(alpha, "alpha")
     methods = list(dict.fromkeys(d["method"])) if methods is None else list(methods)
     mk = marks.set_index(["dataset", "method"])
 
@@ -253,6 +255,36 @@ def dataset_shift_tables() -> pd.DataFrame:
     path = importlib.resources.files("capshift") / "data" / "paper" / "gonzalez2024_tables4-5_mae.csv"
     with importlib.resources.as_file(path) as p:
         return pd.read_csv(p, dtype={"mark": object}, keep_default_na=False, na_values={"p_L": [""], "p_U": [""]})
+
+
+def marked_comparison(results: pd.DataFrame, task: str, measure: str, methods, alpha: float = 0.01,
+                      paper: str = "leap2025", aliases: dict | None = None):
+    """One of a paper's tables from tidy results: :func:`marked_table`'s cells and :func:`compare`'s frame.
+
+    ``results`` (:func:`capshift.experiment.run_experiment` / ``run_grid`` rows of one classifier) are
+    restricted to ``task`` ("binary"/"multiclass", from :data:`capshift.datasets.REGISTRY`), ``measure`` and
+    ``methods``; the marks come from :func:`capshift.experiment.significance`: per dataset paired over the test
+    samples, and for the "Average (datasets run)" row paired over every (dataset, sample). ``aliases`` as in
+    :func:`compare` (default ``{"SLD-CBPE": "L-CBPE"}``, the LEAP paper's name for it).
+
+    Returns ``(marked, comparison)``: the DataFrame of str of :func:`marked_table` and the DataFrame of
+    :func:`compare`. Raises ValueError as those two do (no rows for ``task``/``measure``, several classifiers,
+    ``alpha`` outside (0, 1)).
+    """
+    from .datasets import REGISTRY
+    from .experiment import significance
+
+    need = {"dataset", "classifier", "method", "measure", "sample", "ae"}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        raise ValueError(f"results must be a tidy frame of run_experiment/run_grid with columns {sorted(need)}")
+    methods = list(methods)
+    d = results[(results["measure"] == measure) & results["method"].isin(methods)
+                & (results["dataset"].map(lambda k: REGISTRY[k].task) == task)]
+    comparison = compare(d, paper, {"SLD-CBPE": "L-CBPE"} if aliases is None else aliases)
+    d = d.assign(dataset=d["dataset"].map(lambda k: REGISTRY[k].name))  # the names of the comparison
+    marks = pd.concat([significance(d, "dataset", "sample"),
+                       significance(d, None, ("dataset", "sample")).assign(dataset="Average (datasets run)")])
+    return marked_table(comparison, marks, task, measure, methods, alpha=alpha), comparison
 
 
 def interval_table() -> pd.DataFrame:
