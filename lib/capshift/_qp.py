@@ -47,6 +47,26 @@ def _spd_solve(S, r):
     return z if info == 0 else np.linalg.solve(S, r)
 
 
+def _inv_small(A):
+    """Inverses of a stack of 1x1, 2x2 or 3x3 matrices by the adjugate (one vectorised expression; LAPACK
+    called per matrix costs ~1 us each); larger: ``np.linalg.inv``. The matrices here are nonsingular by
+    construction (see :meth:`SimplexActiveSet._batch_solve`)."""
+    k = A.shape[-1]
+    if k == 1:
+        return 1.0 / A
+    if k == 2:
+        a, b, c, d = A[..., 0, 0], A[..., 0, 1], A[..., 1, 0], A[..., 1, 1]
+        det = a * d - b * c
+        return np.stack([np.stack([d, -b], -1), np.stack([-c, a], -1)], -2) / det[..., None, None]
+    if k == 3:
+        a = [[A[..., i, j] for j in range(3)] for i in range(3)]
+        cof = [[a[(j + 1) % 3][(i + 1) % 3] * a[(j + 2) % 3][(i + 2) % 3]
+                - a[(j + 1) % 3][(i + 2) % 3] * a[(j + 2) % 3][(i + 1) % 3] for j in range(3)] for i in range(3)]
+        det = a[0][0] * cof[0][0] + a[0][1] * cof[1][0] + a[0][2] * cof[2][0]
+        return np.stack([np.stack(row, -1) for row in cof], -2) / det[..., None, None]
+    return np.linalg.inv(A)
+
+
 class SimplexActiveSet:
     """``argmin_{x >= 0, sum x = 1} ||A x - b||²`` for one fixed A and many b.
 
@@ -104,8 +124,12 @@ class SimplexActiveSet:
         mu = (U.sum(axis=1) - 1.0) / self.s
         X = U - mu[:, None] * self.v                  # minimisers under sum(x) = 1 alone
         iters = np.zeros(len(B), dtype=int)
-        for k in np.flatnonzero(X.min(axis=1) < 0.0):
-            X[k], iters[k] = self._active_set(U[k], C[k], X[k])
+        todo = np.flatnonzero(X.min(axis=1) < 0.0)
+        if self.Bw is not None and len(todo):
+            X[todo], iters[todo] = self._batch_pivoting(U[todo], C[todo], X[todo])
+        else:
+            for k in todo:
+                X[k], iters[k] = self._active_set(U[k], C[k], X[k])
         self.iterations_ = iters
         np.clip(X, 0.0, None, out=X)
         X /= X.sum(axis=1, keepdims=True)
@@ -155,6 +179,166 @@ class SimplexActiveSet:
             V.append(E)
         self.nb, self.Bw, self.U = nb, Bw, np.ascontiguousarray(np.hstack(V))
         self.sign = np.r_[np.ones(int(cross.sum())), -np.ones(nb * int(empty.sum()))]
+        self._identity_plus_low_rank(np.ascontiguousarray(A[cross].T), empty)
+
+    def _identity_plus_low_rank(self, Ux, empty):
+        """Prepare the batched solves of :meth:`_batch_solve`: each diagonal block with equations of its own as
+        ``I + V_i diag(lam_i) V_i^T`` (eigendecomposition of ``B_i - I``), the cross equations ``Ux`` (N, r)
+        and the cells of the blocks without equations of their own (``empty``).
+
+        The block of true class i holds its rate equations (Eq. 15) ``x_ij - r_ij s_i = 0`` and its row sum
+        (Eq. 21), whose Gram matrix is ``I - r 1^T - 1 r^T + (|r|^2 + 1) 1 1^T``: the identity plus rank 2
+        (rank 3 for LEAP, which drops the rate equation of column 0). So on the cells of those blocks
+        ``Q = I + L K L^T`` with L of only ``~3n`` columns (block-diagonal ``V_i`` and the ``n + 1`` cross
+        equations), and every principal submatrix is inverted by Woodbury's identity through a small
+        capacitance matrix. LEAP's class-0 block (its cells occur in the cross equations only) is eliminated
+        last, by a Schur complement of at most n cells."""
+        nb = self.nb
+        lam, vec = np.linalg.eigh(self.Bw - np.eye(nb))                  # (nb, n), (nb, n, n)
+        keep = np.abs(lam) > 1e-10 * (1.0 + np.abs(lam).max(axis=1, keepdims=True))
+        keep[empty] = False
+        km = max(int(keep.sum(axis=1).max()), 1)
+        V = np.zeros((nb, nb, km))
+        lam_inv = np.ones((nb, km))                                        # padding: V = 0, 1/lam = 1
+        for i in range(nb):
+            k = np.flatnonzero(keep[i])
+            V[i, :, :len(k)] = vec[i][:, k]
+            lam_inv[i, :len(k)] = 1.0 / lam[i, k]
+        self.Vb, self.lam_inv = V, lam_inv
+        rc = Ux.shape[1]
+        self.Ux = Ux
+        self.regular = np.repeat(~empty, nb).astype(float)               # cells of blocks with own equations
+        self.empty_cells = np.flatnonzero(np.repeat(empty, nb))
+        self.U0 = Ux[self.empty_cells]                                     # (N0, r)
+        Ub = Ux.reshape(nb, nb, rc)
+        # cell-wise products as sparse maps from a batch of free masks (s, N) to the capacitance blocks (one
+        # product each): Cbb[i] = V_i^T diag(f_i) V_i, Cbc[i] = V_i^T diag(f_i) U_i, and L^T = [V | Ux]^T
+        blockdiag = lambda X: sp.block_diag([sp.csr_matrix(b) for b in X], format="csr")    # noqa: E731
+        self.VV_T = blockdiag((V[:, :, :, None] * V[:, :, None, :]).reshape(nb, nb, km * km)).T.tocsr()
+        self.VU_T = blockdiag((V[:, :, :, None] * Ub[:, :, None, :]).reshape(nb, nb, km * rc)).T.tocsr()
+        self.L = sp.hstack([blockdiag(V), sp.csr_matrix(Ux)], format="csr")           # (N, nb km + rc)
+        self.L_T = self.L.T.tocsr()
+        self.Ux_T = sp.csr_matrix(Ux.T)
+        # Ux^T diag(f) Ux: one sparse product with the cell-wise outer products of Ux's rows
+        Us = sp.csr_matrix(Ux)
+        rows, cols, vals = [], [], []
+        for cell in range(self.N):
+            lo, hi = Us.indptr[cell], Us.indptr[cell + 1]
+            idx, val = Us.indices[lo:hi], Us.data[lo:hi]
+            rows.extend([cell] * len(idx) ** 2)
+            cols.extend((idx[:, None] * rc + idx[None, :]).ravel())
+            vals.extend(np.outer(val, val).ravel())
+        self.T_cc = sp.csr_matrix((vals, (rows, cols)), shape=(self.N, rc * rc)).T.tocsr()
+
+    def _batch_solve(self, F, Y):
+        """``Q_FF^-1 y_F`` for a batch: F (s, N) free masks (float 0/1), Y (s, t, N) right-hand sides (zero on
+        the fixed cells); returns (s, t, N), zero on the fixed cells.
+
+        On the free cells of the regular blocks (mask D), ``H = I + D L K L^T D`` is inverted by Woodbury:
+        ``H^-1 y = y - D L C^-1 L^T y`` with ``C = K^-1 + L^T D L``; C's block-diagonal part (one
+        ``km``-square block per true class, ``km`` <= 3) is eliminated first, leaving the Schur complement
+        ``S = I + U^T B_D^-1 U`` on the r cross equations as the only dense solve: ``O(n^3)`` per sample, all
+        samples of the batch in the same array operations. The free cells of empty blocks (LEAP's class 0)
+        couple only through the cross equations ``U0``; their Schur complement is ``U0 S^-1 U0^T``."""
+        s, N = F.shape
+        nb, km = self.lam_inv.shape
+        rc = self.Ux.shape[1]
+        K = nb * km
+        t = Y.shape[1]
+        N0 = len(self.empty_cells)
+        Fr = F * self.regular
+        FrT = np.ascontiguousarray(Fr.T)
+        Cbb = (self.VV_T @ FrT).T.reshape(s, nb, km, km)
+        Cbb[..., np.arange(km), np.arange(km)] += self.lam_inv
+        Cbc = (self.VU_T @ FrT).T.reshape(s, K, rc)
+        S = (self.T_cc @ FrT).T.reshape(s, rc, rc)
+        S[:, np.arange(rc), np.arange(rc)] += 1.0
+        Cbb_inv = _inv_small(Cbb)                                                   # (s, nb, km, km)
+        G = (Cbb_inv @ Cbc.reshape(s, nb, km, rc)).reshape(s, K, rc)
+        S -= np.swapaxes(Cbc, 1, 2) @ G                                             # Schur complement (s, rc, rc)
+        Yr = Y * self.regular
+        w = (self.L_T @ Yr.reshape(s * t, N).T).reshape(K + rc, s, t).transpose(1, 0, 2)   # L^T y, (s, K + rc, t)
+        wb = w[:, :K].reshape(s, nb, km, t)
+        rhs = w[:, K:] - np.swapaxes(G, 1, 2) @ w[:, :K]
+        if N0 == 0:
+            ac = np.linalg.solve(S, rhs)                                            # (s, rc, t)
+        else:
+            F0 = F[:, self.empty_cells]
+            u0 = self.U0[None] * F0[:, :, None]                                     # (s, N0, rc)
+            sol = np.linalg.solve(S, np.concatenate([rhs, np.swapaxes(u0, 1, 2)], axis=2))
+            ac, P = sol[..., :t], sol[..., t:]                                      # P = S^-1 u0^T
+            # U^T H^-1 y_r = S^-1 U^T B^-1 y_r = ac: the empty cells' system needs no extra pass over the cells
+            S0 = u0 @ P                                                             # (s, N0, N0)
+            S0[:, np.arange(N0), np.arange(N0)] += 1.0 - F0                          # identity on fixed cells
+            x0 = np.linalg.solve(S0, np.swapaxes(Y[:, :, self.empty_cells], 1, 2) - u0 @ ac)   # (s, N0, t)
+            # H^-1 (y_r - U u0^T x0) = y_r - D (V (ab - G a) + U (ac + a)) with a = S^-1 u0^T x0 = P x0
+            ac = ac + P @ x0
+        ab = sum(Cbb_inv[..., :, q, None] * wb[:, :, None, q, :] for q in range(km)).reshape(s, K, t) - G @ ac
+        coef = np.concatenate([ab, ac], axis=1).transpose(1, 0, 2).reshape(K + rc, s * t)
+        Z = Yr - (self.L @ coef).T.reshape(s, t, N) * Fr[:, None, :]
+        if N0:
+            Z[:, :, self.empty_cells] = np.swapaxes(x0, 1, 2)
+        return Z
+
+    def _batch_eqp(self, inW, C):
+        """Equality-constrained minimisers of a batch of working sets: inW (s, N) bool, C (s, N) linear terms.
+        Returns (X, multipliers of x_W = 0 with the sign convention of :meth:`_eqp` (> 0: wrong sign),
+        nu); samples whose free set is empty get NaN."""
+        F = (~inW).astype(float)
+        Z = self._batch_solve(F, np.stack([C * F, F], axis=1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            nu = (Z[:, 0].sum(axis=1) - 1.0) / Z[:, 1].sum(axis=1)
+        X = Z[:, 0] - nu[:, None] * Z[:, 1]
+        X[inW] = 0.0
+        QX = (self.AsT @ (self.As @ X.T)).T
+        M = C - QX - nu[:, None]                                           # = -(bound multipliers)
+        return X, M, nu
+
+    def _batch_pivoting(self, U, C, X_eq, chunk: int = 256):
+        """Block principal pivoting (:meth:`_pivoting`) run on many samples at once, with the structured
+        solves of :meth:`_batch_solve`; samples not settled within ``max_pivots`` iterations finish with the
+        primal active-set method, one by one. Returns (X, iterations)."""
+        k = len(C)
+        X_out = np.empty_like(X_eq)
+        iters = np.zeros(k, dtype=int)
+        for lo in range(0, k, chunk):
+            sl = slice(lo, min(lo + chunk, k))
+            X_out[sl], iters[sl] = self._pivot_chunk(U[sl], C[sl], X_eq[sl])
+        return X_out, iters
+
+    def _pivot_chunk(self, U, C, X_eq):
+        k, N = C.shape
+        tol = 1e-12 * (1.0 + np.abs(C).max(axis=1))
+        inW = X_eq < 0.0
+        best = np.full(k, N + 1)
+        backup = np.full(k, 3)
+        X_out = np.empty_like(X_eq)
+        iters = np.zeros(k, dtype=int)
+        act = np.arange(k)
+        for it in range(1, self.max_pivots + 1):
+            if len(act) == 0:
+                break
+            X, M, nu = self._batch_eqp(inW[act], C[act])
+            W = inW[act]
+            bad = (~W & (X < 0.0)) | (W & (M > tol[act, None]))
+            n_bad = bad.sum(axis=1)
+            ok = (n_bad == 0) & np.isfinite(nu)
+            X_out[act[ok]] = X[ok]
+            iters[act[ok]] = it
+            improved = n_bad < best[act]
+            best[act] = np.where(improved, n_bad, best[act])
+            backup[act] = np.where(improved, 3, backup[act] - 1)
+            full = improved | (backup[act] >= 0)
+            last = N - 1 - np.argmax(bad[:, ::-1], axis=1)                 # the largest wrong-sign index
+            swap = bad & full[:, None]
+            swap[np.flatnonzero(~full), last[~full]] = True
+            keep = ~ok & np.isfinite(nu) & (W.sum(axis=1) < N)
+            sub = act[keep]
+            inW[sub] ^= swap[keep]
+            act = sub
+        for j in np.setdiff1d(np.arange(k), np.flatnonzero(iters)):          # unsettled: primal active set
+            X_out[j], iters[j] = self._active_set(U[j], C[j], X_eq[j])
+        return X_out, iters
 
     def _eqp_structured(self, W, c):
         """Null-space solve with ``x_W = 0`` by Woodbury on the block-diagonal plus low-rank Q (see
