@@ -131,3 +131,44 @@ def test_structured_solves_equal_dense_ones(method, kind):
     X = qp.solve(B)
     qp.Bw = None
     np.testing.assert_allclose(X, qp.solve(B), atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["leap", "oleap"])
+@pytest.mark.parametrize("n,kind", [(3, "random"), (5, "rare"), (9, "sparse"), (9, "zero_cell")])
+def test_batched_woodbury_solve_equals_dense_inverse(method, n, kind):
+    # Q_FF^-1 y for random free sets (I + low rank per true class, LEAP's class 0 by its Schur complement)
+    # against numpy's dense solve of the principal submatrix
+    rng = np.random.default_rng(n + len(kind))
+    ts = TableSolver(_table(n, kind, rng), method)
+    qp = SimplexActiveSet(ts.system.A)
+    A = ts.system.A.toarray()
+    Qm = A.T @ A
+    F = rng.random((20, n * n)) < 0.6
+    F[0] = True                                              # nothing fixed
+    F[1, :n] = False                                         # class 0's block entirely fixed
+    Y = rng.normal(size=(20, 2, n * n)) * F[:, None, :]
+    Z = qp._batch_solve(F.astype(float), Y)
+    for f, y, z in zip(F, Y, Z):
+        idx = np.flatnonzero(f)
+        ref = np.zeros_like(y)
+        ref[:, idx] = np.linalg.solve(Qm[np.ix_(idx, idx)], y[:, idx].T).T
+        np.testing.assert_allclose(z, ref, atol=1e-9 * (1 + np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("method", ["leap", "oleap"])
+def test_batched_pivoting_equals_one_sample_at_a_time(method):
+    # the batch of samples solved together (and in chunks of 3) = each sample by the per-sample method
+    rng = np.random.default_rng(5)
+    ts = TableSolver(_table(7, "sparse", rng), method)
+    B = ts.system.rhs(rng.dirichlet(np.ones(7), 25), rng.dirichlet(np.ones(7) * 0.3, 25))
+    qp = SimplexActiveSet(ts.system.A)
+    X = qp.solve(B)
+    assert qp.iterations_.max() > 1                          # the pivoting had work to do
+    U, C = B @ qp.M.T, B @ qp.A
+    X_eq = U - ((U.sum(axis=1) - 1.0) / qp.s)[:, None] * qp.v
+    todo = np.flatnonzero(X_eq.min(axis=1) < 0)
+    X3, _ = qp._batch_pivoting(U[todo], C[todo], X_eq[todo], chunk=3)
+    np.testing.assert_allclose(X3, X[todo], atol=1e-13)
+    for k in todo[:6]:
+        x1, _ = qp._active_set(U[k], C[k], X_eq[k])
+        np.testing.assert_allclose(np.clip(x1, 0, None) / np.clip(x1, 0, None).sum(), X[k], atol=1e-10)

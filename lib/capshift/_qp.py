@@ -29,6 +29,16 @@ W is found by
 One step of iterative refinement on the final KKT system removes the round-off of ``Q^-1``. The
 solution is exact up to round-off: there is no convergence tolerance, only one on the sign of
 the multipliers (``1e-12 (1 + max |A^T b|)``).
+
+**Many samples at once.** For the LEAP and O-LEAP systems (n >= 3) the pivoting runs on the whole batch of
+samples together (:meth:`SimplexActiveSet._batch_pivoting`): every iteration is one set of array operations
+over all samples still unsettled, so Python's per-call overhead is paid once per iteration, not once per
+sample. Its null-space solves use the structure of Q: the rate and row-sum equations of true class i give a
+diagonal block ``I + (rank <= 3)`` (rank 2 for O-LEAP, 3 for LEAP), the column sums and Eq. 8 a rank
+``n + 1`` term across blocks; Woodbury's identity turns ``Q_FF^-1`` into small per-class ``<= 3``-square
+systems plus one ``(n+1)``-square Schur complement per sample, ``O(n^3)`` work instead of ``O(|F|^3)``
+(see :meth:`SimplexActiveSet._batch_solve`). A sample that the pivoting does not settle finishes alone
+with the primal method above.
 """
 from __future__ import annotations
 
