@@ -313,6 +313,9 @@ def test_studentised_and_union_scores(gaussian_problem):
     # the scale is one function of (counts, prevalence, size) for calibration and test samples
     c = ci._calibration(100, "accuracy")
     assert np.all(c["scale"] >= 1 / 100) and len(c["scale"]) == len(c["true"])
+    # every measure is studentised by the accuracy's scale (F1's own would vanish where a class is absent)
+    ci.with_options(False, score="studentised").quantiles(samples, "f1", 0.1)
+    np.testing.assert_array_equal(ci._calibration(100, "f1")["scale"], c["scale"])
     with pytest.raises(ValueError, match="score"):
         U.ConformalInterval(experiment.make_method("LEAP_ACC", h), score="t").fit(X_V, y_V)
     with pytest.raises(TypeError, match="floor"):

@@ -51,8 +51,7 @@ from .tables import contingency_table, get_measure
 
 SCHEMES = ("split", "mc", "cv", "bootstrap")
 SCORES = ("absolute", "studentised", "both")
-SCALE_DRAWS = 1000  # Monte Carlo draws of the studentised scale (measures other than accuracy; accuracy is exact)
-FLOOR_DRAWS = 4000  # Monte Carlo draws of the floor's evidence interval (idem)
+FLOOR_DRAWS = 4000  # Monte Carlo draws of the floor's evidence interval (measures other than accuracy, which is exact)
 
 __all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval", "ConformalInterval", "interval_scores",
            "conformal_quantile", "evidence_interval", "acc_prevalence", "interval_experiment", "summarise_intervals",
@@ -217,7 +216,8 @@ class ConformalInterval(BaseEstimator):
         The conformity score. "absolute" (default): ``|predicted - true|``, one half-width for every sample
         of a size. "studentised" (locally weighted conformal, Lei et al. 2018, Sect. 5.2): the absolute
         residual divided by a per-sample scale s, the interval ``predicted ± q s``. s is the standard
-        deviation of the sample's measure under h's finite validation evidence (:func:`evidence_interval`),
+        deviation of the sample's accuracy (whatever the measure: a smooth proxy of how noisy the sample is)
+        under h's finite validation evidence (:func:`evidence_interval`),
         computed by one function for calibration and test samples, as exchangeability requires: the rates
         of h estimated on the fit part (calibration) or on V (test), at the fit part's number of items, the
         sample's prevalence estimated by adjusted classify and count (:func:`acc_prevalence`) from its
@@ -403,10 +403,13 @@ class ConformalInterval(BaseEstimator):
         return r
 
     def _sd(self, counts, acc_counts, gamma, size, measure, seed) -> float:
-        """The studentised score's scale of one sample: the standard deviation of its measure under the
-        evidence ``counts`` (h's table in counts), its prevalence estimated by ACC with ``acc_counts``,
-        at least 1/size."""
-        sd = _evidence(counts, acc_prevalence(acc_counts, gamma), size, 0.05, measure, SCALE_DRAWS, seed)[3]
+        """The studentised score's scale of one sample: the standard deviation of its *accuracy* (for every
+        ``measure``) under the evidence ``counts`` (h's table in counts), its prevalence estimated by ACC
+        with ``acc_counts``, at least 1/size. Accuracy, exact and smooth in the prevalence, is the scale of
+        every measure: F1 and the like jump where a class is (estimated) absent, which would give some
+        samples a near-zero scale; conformal validity needs only that calibration and test samples share
+        the scale function, not that it be the measure's own."""
+        sd = _evidence(counts, acc_prevalence(acc_counts, gamma), size, 0.05, "accuracy")[3]
         return max(sd, 1.0 / size)
 
     def _test_scales(self, samples, measure):
