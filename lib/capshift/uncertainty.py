@@ -512,15 +512,27 @@ def _class_counts(prevalence, size: int) -> np.ndarray:
     return counts
 
 
+def _check_counts(val_counts) -> np.ndarray:
+    V = np.asarray(val_counts, dtype=float)
+    if V.ndim != 2 or V.shape[0] != V.shape[1] or V.shape[0] < 2 or not np.all(np.isfinite(V)) or np.any(V < 0):
+        raise ValueError(f"val_counts must be an (n, n) table of non-negative counts, n >= 2, got shape {V.shape}")
+    return V
+
+
 def acc_prevalence(val_counts, pred_fractions) -> np.ndarray:
     """Adjusted classify and count (Forman 2008; LEAP 2025 Sect. 3): the class prevalence ``p`` on the simplex
     whose expected fractions of h's predictions, ``p @ R`` with ``R[i, j] = P(h = j | y = i)`` estimated on V,
-    are closest (least squares) to the sample's observed fractions ``pred_fractions`` (n,).
-    ``val_counts``: h's validation contingency table in counts (n, n), rows true classes. Returns float (n,)."""
+    are closest (least squares, ``scipy.optimize.lsq_linear`` on [0, 1], renormalised) to the sample's observed
+    fractions ``pred_fractions`` (n,). ``val_counts``: h's validation contingency table in counts (n, n), rows
+    true classes; R is smoothed by the Jeffreys 1/2 so that an errorless h still gives a solvable system.
+    Returns float (n,). Raises ValueError for a bad table or fractions."""
     from scipy.optimize import lsq_linear
-    V = np.asarray(val_counts, dtype=float)
+    V = _check_counts(val_counts)
+    g = np.asarray(pred_fractions, dtype=float)
+    if g.shape != (V.shape[0],) or not np.all(np.isfinite(g)) or np.any(g < 0):
+        raise ValueError(f"pred_fractions must be {V.shape[0]} non-negative fractions, got {pred_fractions!r}")
     R = (V + 0.5) / (V + 0.5).sum(axis=1, keepdims=True)  # Jeffreys-smoothed: never singular for an errorless h
-    p = lsq_linear(R.T, np.asarray(pred_fractions, dtype=float), bounds=(0.0, 1.0)).x
+    p = lsq_linear(R.T, g, bounds=(0.0, 1.0)).x
     return p / p.sum() if p.sum() > 0 else np.full(len(p), 1.0 / len(p))
 
 
@@ -556,9 +568,7 @@ def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random
     """:func:`evidence_interval` plus the posterior predictive standard deviation of the measure (4-tuple)."""
     from scipy.stats import betabinom
     a = _alpha(alpha)
-    V = np.asarray(val_counts, dtype=float)
-    if V.ndim != 2 or V.shape[0] != V.shape[1] or V.shape[0] < 2 or not np.all(np.isfinite(V)) or np.any(V < 0):
-        raise ValueError(f"val_counts must be an (n, n) table of non-negative counts, got shape {V.shape}")
+    V = _check_counts(val_counts)
     n = V.shape[0]
     p = np.asarray(prevalence, dtype=float)
     if p.shape != (n,) or not np.all(np.isfinite(p)) or np.any(p < -1e-12) or abs(p.sum() - 1) > 1e-6:
