@@ -13,7 +13,7 @@ cases that apply to it (the 5 ``registry`` cases do not: the module is new) gave
 results, 37 crashes in a dependency, 5 unclear errors of capshift's own and 61 wrong numbers; after it, all 395
 cases are clear errors (335) or documented results (60). The 33 cases of the dataset-shift protocols (``shift``,
 ``datasets.load_shift``, the shift runners) came with that module: 428 cases, 368 clear errors and 60
-documented results; then 16 cases of ``uncertainty`` and ``predict_interval`` and 17 of the grid runner (``grid.run_grid``,
+documented results; then 22 cases of ``uncertainty`` and ``predict_interval`` and 17 of the grid runner (``grid.run_grid``,
 ``grid.load_results``).
 """
 from __future__ import annotations
@@ -598,6 +598,20 @@ add("uncertainty.propagated_interval(method without quantifier)",
 add("uncertainty.ConformalInterval(bins=0)",
     lambda: _unc().ConformalInterval(experiment.make_method("Naive", LogisticRegression().fit(_SX, _SY)),
                                      bins=0).fit(_SX, _SY), Err("bins"))
+add("uncertainty.ConformalInterval(score='t')",
+    lambda: _unc().ConformalInterval(experiment.make_method("Naive", LogisticRegression().fit(_SX, _SY)),
+                                     score="t").fit(_SX, _SY), Err("score"))
+add("uncertainty.ConformalInterval(floor='yes')",
+    lambda: _unc().ConformalInterval(experiment.make_method("Naive", LogisticRegression().fit(_SX, _SY)),
+                                     floor="yes").fit(_SX, _SY), Err("floor", (TypeError,)))
+add("uncertainty.evidence_interval(prevalence off the simplex)",
+    lambda: _unc().evidence_interval([[5, 1], [2, 6]], [0.7, 0.7], 100), Err("prevalence"))
+add("uncertainty.evidence_interval(size=0)", lambda: _unc().evidence_interval([[5, 1], [2, 6]], [0.5, 0.5], 0),
+    Err("size"))
+add("uncertainty.evidence_interval(negative counts)",
+    lambda: _unc().evidence_interval([[5, -1], [2, 6]], [0.5, 0.5], 100), Err("val_counts"))
+add("uncertainty.acc_prevalence(fractions of the wrong length)",
+    lambda: _unc().acc_prevalence([[5, 1], [2, 6]], [0.2, 0.3, 0.5]), Err("pred_fractions"))
 add("uncertainty.interval_experiment(kinds=['nope'])",
     lambda: _unc().interval_experiment(None, kinds=["nope"]), Err("kinds"))
 add("uncertainty.summarise_intervals(missing columns)",

@@ -228,7 +228,7 @@ def test_predict_interval_brackets_the_prediction(name):
     # every method gets predict_interval from the base class (conformal calibration, capshift.uncertainty)
     _, X_V, y_V, _, _ = problem(2)
     est = make(name)
-    est.interval_params = {"scheme": "mc", "n_splits": 2, "n_cal": 20, "pool_correction": False}
+    est.interval_params = {**est.interval_params, "n_splits": 2, "n_cal": 20}  # the default construction, cheap
     est = fit(est, X_V, y_V)
     S, P = samples()
     with warnings.catch_warnings():

@@ -98,7 +98,8 @@ def test_bad_alpha_and_empty_batch(gaussian_problem):
 
 
 # ---------------------------------------------------------------------------------- predict_interval (mixin)
-CHEAP_INTERVALS = {"scheme": "mc", "n_splits": 4, "n_cal": 120, "pool_correction": False}
+CHEAP_INTERVALS = {"scheme": "mc", "n_splits": 4, "n_cal": 120, "pool_correction": False, "score": "both",
+                   "floor": True}
 
 
 def _with_cheap_intervals(est):
@@ -212,3 +213,123 @@ def test_folds_never_reuse_a_quantifier_fitted_on_all_of_v(gaussian_problem):
     folds = est.interval_.folds_
     assert est.quantifier_ is shared and all(fold[0].quantifier_ is not shared for fold in folds)
     assert all(len(fold[0].val_pred_) < len(y_V) for fold in folds)  # each fold fitted on its part of V only
+
+
+# ---------------------------------------------------------------------- finite evidence, studentised scores
+def test_evidence_interval_is_scipys_beta_binomial():
+    from scipy.stats import betabinom, beta
+    V = np.array([[90, 10], [5, 45]])  # class 0: 10 errors in 100 items
+    for size in (50, 500):
+        lo, hi, plug = U.evidence_interval(V, [1.0, 0.0], size, alpha=0.1)
+        bb = betabinom(size, 10 + 0.5, 90 + 0.5)  # Jeffreys posterior of the error rate, then the sample's errors
+        assert hi == pytest.approx(1 - bb.ppf(0.05) / size) and lo == pytest.approx(1 - bb.ppf(0.95) / size)
+        assert plug == pytest.approx(0.9)
+    # a very large sample: the Jeffreys interval of the error rate itself (Brown, Cai & DasGupta 2001)
+    lo, hi, _ = U.evidence_interval(V, [1.0, 0.0], 200_000, alpha=0.05)
+    assert lo == pytest.approx(1 - beta.ppf(0.975, 10.5, 90.5), abs=2e-4)
+    assert hi == pytest.approx(1 - beta.ppf(0.025, 10.5, 90.5), abs=2e-4)
+
+
+def test_evidence_interval_of_an_errorless_classifier_is_not_empty_and_shrinks_with_v():
+    widths = []
+    for n_v in (20, 200, 2000):
+        lo, hi, plug = U.evidence_interval(np.diag([n_v, n_v]), [0.5, 0.5], 500, alpha=0.05)
+        assert plug == 1.0 and hi == 1.0 and lo < 1.0
+        widths.append(hi - lo)
+    assert widths[0] > widths[1] > widths[2] > 0
+
+
+def test_evidence_interval_other_measures_is_seeded_and_brackets_the_plug_in():
+    V = np.array([[40, 8], [6, 46]])
+    a = U.evidence_interval(V, [0.3, 0.7], 300, alpha=0.1, measure="f1", random_state=4)
+    assert a == U.evidence_interval(V, [0.3, 0.7], 300, alpha=0.1, measure="f1", random_state=4)
+    assert a[0] < a[2] < a[1]
+    # the exact convolution (accuracy) and the Monte Carlo path (any other measure: here accuracy in disguise) agree
+    from capshift import tables
+    exact = U.evidence_interval(V, [0.3, 0.7], 300, alpha=0.1)
+    mc = U._evidence(V, [0.3, 0.7], 300, 0.1, lambda C: tables.accuracy(C), 20000, 0)
+    assert mc[0] == pytest.approx(exact[0], abs=0.01) and mc[1] == pytest.approx(exact[1], abs=0.01)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: U.evidence_interval([[1, 2]], [0.5, 0.5], 10), ValueError, "val_counts"),
+    (lambda: U.evidence_interval([[1, -2], [0, 3]], [0.5, 0.5], 10), ValueError, "val_counts"),
+    (lambda: U.evidence_interval([[1, 2], [0, 3]], [0.7, 0.5], 10), ValueError, "prevalence"),
+    (lambda: U.evidence_interval([[1, 2], [0, 3]], [0.5, 0.5], 0), ValueError, "size"),
+    (lambda: U.evidence_interval([[1, 2], [0, 3]], [0.5, 0.5], 10, alpha=2), ValueError, "alpha"),
+])
+def test_evidence_interval_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_acc_prevalence_inverts_the_validation_rates():
+    V = np.array([[80, 20], [10, 90]])  # P(h = 1 | y = 0) = 0.2, P(h = 1 | y = 1) = 0.9 (up to the Jeffreys 1/2)
+    p = np.array([0.3, 0.7])
+    R = (V + 0.5) / (V + 0.5).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(U.acc_prevalence(V, p @ R), p, atol=1e-9)
+    np.testing.assert_allclose(U.acc_prevalence(V, [1.0, 0.0]), [1.0, 0.0], atol=1e-8)  # clipped to the simplex
+
+
+@pytest.fixture(scope="module")
+def separable_problem():
+    rng = np.random.default_rng(1)
+
+    def draw(m):
+        y = rng.integers(0, 2, m)
+        return rng.normal(size=(m, 2)) + 12.0 * y[:, None], y
+
+    X_L, y_L = draw(400)
+    return LogisticRegression().fit(X_L, y_L), draw
+
+
+def test_errorless_classifier_gets_an_interval_that_shrinks_with_v(separable_problem):
+    # h makes no error on V: every conformal residual is 0; the floor still leaves h's plausible error rates
+    h, draw = separable_problem
+    X_U, _ = draw(500)
+    widths = []
+    for n_v in (60, 600):
+        X_V, y_V = draw(n_v)
+        assert np.all(h.predict(X_V) == y_V)
+        est = _with_cheap_intervals(experiment.make_method("LEAP_ACC", h)).fit(X_V, y_V)
+        lo, hi = est.predict_interval(X_U, alpha=0.05)
+        assert hi == 1.0 and lo < 1.0
+        assert est.interval_.quantiles([X_U], "accuracy", 0.05)[0] < 1e-4  # the conformal part alone: ~ zero width
+        widths.append(hi - lo)
+    assert widths[0] > widths[1] > 0
+
+
+def test_studentised_and_union_scores(gaussian_problem):
+    h, X_V, y_V, X_U, y_U = gaussian_problem
+    ci = U.ConformalInterval(experiment.make_method("LEAP_ACC", h), scheme="mc", n_splits=3, n_cal=60,
+                             score="absolute", random_state=0).fit(X_V, y_V)
+    samples = [X_U[:100], X_U[100:300]]
+    a = ci.quantiles(samples, "accuracy", 0.1)
+    s = ci.with_options(False, score="studentised").quantiles(samples, "accuracy", 0.1)
+    b = ci.with_options(False, score="both").quantiles(samples, "accuracy", 0.1)
+    np.testing.assert_array_equal(b, np.maximum(a, s))
+    assert s[0] > s[1]  # a smaller sample: a larger evidence scale
+    # the scale is one function of (counts, prevalence, size) for calibration and test samples
+    c = ci._calibration(100, "accuracy")
+    assert np.all(c["scale"] >= 1 / 100) and len(c["scale"]) == len(c["true"])
+    # every measure is studentised by the accuracy's scale (F1's own would vanish where a class is absent)
+    ci.with_options(False, score="studentised").quantiles(samples, "f1", 0.1)
+    np.testing.assert_array_equal(ci._calibration(100, "f1")["scale"], c["scale"])
+    with pytest.raises(ValueError, match="score"):
+        U.ConformalInterval(experiment.make_method("LEAP_ACC", h), score="t").fit(X_V, y_V)
+    with pytest.raises(TypeError, match="floor"):
+        U.ConformalInterval(experiment.make_method("LEAP_ACC", h), floor="yes").fit(X_V, y_V)
+
+
+def test_default_interval_covers_a_synthetic_pps_problem(gaussian_problem):
+    # V and U from one distribution, UPP test samples (prior probability shift): the default construction
+    # (Monte Carlo cross-conformal, union of absolute and studentised scores, evidence floor) reaches 1-α
+    h, X_V, y_V, X_U, y_U = gaussian_problem
+    est = experiment.make_method("S-LEAP_CC", h, random_state=0)
+    est.interval_params = {**est.interval_params, "n_splits": 5, "n_cal": 200}
+    est.fit(X_V, y_V)
+    idx = protocols.upp_indices(y_U, 200, 200, seed=7)
+    true = np.array([accuracy(contingency_table(y_U[i], h.predict(X_U[i]), 2)) for i in idx])
+    b = est.predict_interval_batch([X_U[i] for i in idx], alpha=0.1)
+    sc = U.interval_scores(b[:, 0], b[:, 1], true)
+    assert sc["C"] >= 0.9 - 3 * np.sqrt(0.09 / 200) and sc["A"] < 0.3

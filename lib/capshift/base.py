@@ -78,9 +78,11 @@ class CAPEstimator(BaseEstimator):
     shared_prevalence_path: bool = False
     #: How :meth:`predict_interval` calibrates (keyword arguments of
     #: :class:`capshift.uncertainty.ConformalInterval`): Monte Carlo cross-conformal over ``n_splits`` random
-    #: halvings of V, ``n_cal`` calibration samples (chosen in the uncertainty chapter). Override per instance
-    #: (``est.interval_params = {...}`` before the first ``predict_interval``).
-    interval_params: dict = {"scheme": "mc", "n_splits": 10, "n_cal": 500, "pool_correction": False}
+    #: halvings of V, ``n_cal`` calibration samples, studentised scores and the finite-evidence floor (chosen
+    #: in the uncertainty chapter). Override per instance (``est.interval_params = {...}`` before the first
+    #: ``predict_interval``).
+    interval_params: dict = {"scheme": "mc", "n_splits": 10, "n_cal": 500, "pool_correction": False,
+                             "score": "both", "floor": True}
 
     def __init__(self, classifier, measure="accuracy", random_state=None):
         self.classifier = classifier
@@ -234,13 +236,16 @@ class CAPEstimator(BaseEstimator):
     # -- prediction intervals -------------------------------------------------------------------
     def predict_interval(self, X, alpha: float = 0.05, measure=None, prevalence=None) -> tuple[float, float]:
         """A 1-α prediction interval ``(lower, upper)`` for the value of ``measure`` (default: the constructor's)
-        of h on the sample ``X`` (m, d): :meth:`predict` ± a conformal quantile of the method's absolute error.
+        of h on the sample ``X`` (m, d): :meth:`predict` ± a conformal quantile of the method's error.
 
-        The quantile comes from :class:`capshift.uncertainty.ConformalInterval` with :attr:`interval_params`
+        The interval comes from :class:`capshift.uncertainty.ConformalInterval` with :attr:`interval_params`
         (Monte Carlo cross-conformal: the method refitted on random halves of V and evaluated on UPP samples,
-        of the size of ``X``, drawn from the other halves), calibrated on first use per sample size and
-        measure and seeded by ``random_state`` (None: 0). The interval is clipped to [0, 1]. Beyond the
-        LEAP paper, whose Sect. 5.10 bootstrap intervals under-cover (see the uncertainty chapter).
+        of the size of ``X``, drawn from the other halves; the larger of the half-widths from absolute
+        residuals and from residuals divided by the sample's standard deviation under h's finite validation
+        evidence (studentised, the quantile multiplied back by the test sample's); each side at least the reach of :func:`capshift.uncertainty.evidence_interval`, so that a classifier
+        errorless on V still gets an interval), calibrated on first use per sample size and measure and
+        seeded by ``random_state`` (None: 0). The interval is clipped to [0, 1]. Beyond the LEAP paper,
+        whose Sect. 5.10 bootstrap intervals under-cover (see the uncertainty chapter).
 
         Raises ValueError for ``alpha`` outside (0, 1), an unsupported measure or a bad sample;
         NotFittedError before ``fit``.
@@ -280,11 +285,7 @@ class CAPEstimator(BaseEstimator):
             self.interval_ = ConformalInterval(self, random_state=seed, **self.interval_params)
             self.interval_.fit(*self._val_data, point_estimator=self)
         point = self._measures(samples, measures, prevalences, None)
-        out = {}
-        for m in measures:
-            q = self.interval_.quantiles(samples, m, alpha)
-            out[m] = np.clip(np.stack([point[m] - q, point[m] + q], axis=1), 0.0, 1.0)
-        return out
+        return {m: self.interval_.bounds(samples, point[m], m, alpha) for m in measures}
 
     def supports(self, measure) -> bool:
         """Whether the method can estimate ``measure`` (False for measure-only methods asked for others).

@@ -17,8 +17,17 @@ intervals to future work. This module holds
   textbook guarantee only if calibration and test samples are exchangeable, which the protocol breaks: all
   test samples come from one finite pool U, all calibration samples from one part of V, and the
   class-conditional rates of h differ between pools. Many random splits ("mc", Monte Carlo
-  cross-conformal) sample that difference; it is what :meth:`capshift.base.CAPEstimator.predict_interval`
-  uses (chosen in the uncertainty chapter);
+  cross-conformal) sample that difference. Scores: absolute residuals, studentised ones (Lei et al. 2018,
+  Sect. 5.2: divided by the sample's standard deviation under h's finite validation evidence), or the
+  union of the two intervals; optionally floored by the evidence interval below;
+- :func:`evidence_interval`: what h's finite validation evidence alone says about a sample's measure: the
+  Jeffreys posterior of h's class-conditional rates (Dirichlet(counts + 1/2) per true class) and the
+  sample's own multinomial noise (exact beta-binomial convolution for accuracy); never empty when h makes
+  no error on V (where every conformal residual is 0), shrinking as V grows. :func:`acc_prevalence` gives
+  it the sample's prevalence (adjusted classify and count, Forman 2008);
+- :meth:`capshift.base.CAPEstimator.predict_interval` uses Monte Carlo cross-conformal with the union score
+  and the evidence floor ("conformal-mc-both", chosen in the uncertainty chapter on the 17 offline binary
+  datasets: minimum coverage 0.93 / 0.97 for DoC / O-LEAP_KDEy where plain "mc" had 0 / 0.01 on wine.3);
 - :func:`interval_scores`, :func:`interval_experiment`, :func:`summarise_intervals`: Table 3's protocol and
   quantities (amplitude A, coverage C, AE), and the oracle amplitude (the narrowest interval around the
   point prediction that covers 1-α of the test samples).
@@ -41,9 +50,12 @@ from .protocols import upp_indices
 from .tables import contingency_table, get_measure
 
 SCHEMES = ("split", "mc", "cv", "bootstrap")
+SCORES = ("absolute", "studentised", "both")
+FLOOR_DRAWS = 4000  # Monte Carlo draws of the floor's evidence interval (measures other than accuracy, which is exact)
 
 __all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval", "ConformalInterval", "interval_scores",
-           "conformal_quantile", "interval_experiment", "summarise_intervals", "KINDS", "SCHEMES"]
+           "conformal_quantile", "evidence_interval", "acc_prevalence", "interval_experiment", "summarise_intervals",
+           "KINDS", "SCHEMES", "SCORES"]
 
 
 def _fresh(estimator: CAPEstimator, seed: int) -> CAPEstimator:
@@ -200,6 +212,27 @@ class ConformalInterval(BaseEstimator):
         1 (default): one quantile for all samples of a size. More: Mondrian conformal prediction, the
         calibration samples binned (equal counts) by the L1 distance between their fractions of h's
         predictions and those of the fit part, and each test sample given the quantile of its bin.
+    score : {"absolute", "studentised"}
+        The conformity score. "absolute" (default): ``|predicted - true|``, one half-width for every sample
+        of a size. "studentised" (locally weighted conformal, Lei et al. 2018, Sect. 5.2): the absolute
+        residual divided by a per-sample scale s, the interval ``predicted ± q s``. s is the standard
+        deviation of the sample's accuracy (whatever the measure: a smooth proxy of how noisy the sample is)
+        under h's finite validation evidence (:func:`evidence_interval`),
+        computed by one function for calibration and test samples, as exchangeability requires: the rates
+        of h estimated on the fit part (calibration) or on V (test), at the fit part's number of items, the
+        sample's prevalence estimated by adjusted classify and count (:func:`acc_prevalence`) from its
+        fractions of h's predictions, and the sample's size. Samples whose measure is noisier (a
+        prevalence rich in the class h errs on most, a class that is rare in V) get wider intervals; s is
+        never below 1/size, the resolution of a measure on ``size`` items. "both": the union of the two
+        intervals (half-width the larger of ``q`` and ``q' s``): it covers whenever either does, so it keeps
+        the studentised interval's gain where the method's error grows with the evidence scale (DoC on
+        ionosphere in the uncertainty chapter) and the absolute one's where it does not (DoC on wdbc).
+    floor : bool
+        Widen the interval, below and above separately, to at least the reach of the finite-evidence interval
+        (:func:`evidence_interval` with h's rates on all of V, the sample's ACC prevalence and size, the same
+        α) from its plug-in value (default False). The conformal residuals only see errors that h makes on V:
+        a classifier errorless on V gives zero residuals and a zero-width interval, while 0 errors in ``n_i``
+        items of class i leave error rates up to about 2.5/``n_i`` plausible; the floor keeps them.
     random_state : int
         Seed of the split, the calibration samples and the method.
 
@@ -209,12 +242,13 @@ class ConformalInterval(BaseEstimator):
     Attributes: ``estimator_`` (fitted on the fit part, or on V if ``refit`` or another scheme), ``folds_`` (per split:
     the method fitted on the fit part and the calibration part), ``calibration_`` (dict ``(size, measure) ->``
     the calibration samples' predictions, true values, pool values and shift proxies), ``scale_`` (the pool
-    correction factor, 1 without it).
+    correction factor, 1 without it), ``val_counts_`` (h's validation table on V in counts, (n, n)),
+    ``fit_counts_`` (the same on each fold's fit part), ``n_fit_`` (mean number of items of the fit parts).
     """
 
     def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
                  scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
-                 bins: int = 1, random_state: int = 0):
+                 bins: int = 1, score: str = "absolute", floor: bool = False, random_state: int = 0):
         self.estimator = estimator
         self.cal_fraction = cal_fraction
         self.n_cal = n_cal
@@ -224,6 +258,8 @@ class ConformalInterval(BaseEstimator):
         self.pool_correction = pool_correction
         self.pool_size = pool_size
         self.bins = bins
+        self.score = score
+        self.floor = floor
         self.random_state = random_state
 
     def fit(self, X_val, y_val, point_estimator=None):
@@ -253,6 +289,7 @@ class ConformalInterval(BaseEstimator):
             raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
         k = check_int(self.n_splits, "n_splits", min_value=2)
         check_int(self.bins, "bins")
+        self._check_score_options(self.score, self.floor)
         everything = np.arange(len(y_val))
         if self.scheme == "split":
             fit_idx, cal_idx = train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
@@ -274,6 +311,9 @@ class ConformalInterval(BaseEstimator):
         pred = np.asarray(self.estimator.classifier.predict(X_val))
         self.folds_ = [(_fresh(self.estimator, seed).fit(X_val[f], y_val[f]), X_val[c], y_val[c], pred[c])
                        for f, c in parts]
+        self.val_counts_ = _counts(y_val, pred, n)
+        self.fit_counts_ = [_counts(y_val[f], pred[f], n) for f, _ in parts]
+        self.n_fit_ = float(np.mean([len(f) for f, _ in parts]))
         self.calibrator_ = self.folds_[0][0]
         refit = self.refit or self.scheme != "split"
         self.n_val_ = len(y_val)
@@ -286,12 +326,22 @@ class ConformalInterval(BaseEstimator):
         self.calibration_ = {}
         return self
 
-    def with_options(self, pool_correction: bool, bins: int = 1) -> "ConformalInterval":
-        """A copy sharing this fitted calibrator's fits and calibration samples, with ``pool_correction`` and
-        ``bins`` set."""
+    @staticmethod
+    def _check_score_options(score, floor):
+        if score not in SCORES:
+            raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+        if not isinstance(floor, (bool, np.bool_)):
+            raise TypeError(f"floor must be True or False, got {floor!r}")
+
+    def with_options(self, pool_correction: bool, bins: int = 1, score: str = "absolute",
+                     floor: bool = False) -> "ConformalInterval":
+        """A copy sharing this fitted calibrator's fits and calibration samples, with ``pool_correction``,
+        ``bins``, ``score`` and ``floor`` set."""
         check_fitted(self, ["folds_"])
+        self._check_score_options(score, floor)
         other = copy.copy(self)
         other.pool_correction, other.bins = bool(pool_correction), check_int(bins, "bins")
+        other.score, other.floor = score, bool(floor)
         other.scale_ = other._pool_scale(len(self.folds_[0][0].val_pred_), len(self.folds_[0][2]))
         return other
 
@@ -311,8 +361,9 @@ class ConformalInterval(BaseEstimator):
     def _calibration(self, size: int, measure) -> dict:
         """Calibration samples of ``size`` items for ``measure``, cached: per sample the fold's prediction
         ``pred``, the true value ``true``, the calibration pool's expected value ``expected`` at the sample's
-        prevalence, and the shift proxy ``dist`` (L1 distance between the sample's and the fit part's fractions
-        of h's predictions)."""
+        prevalence, the shift proxy ``dist`` (L1 distance between the sample's and the fit part's fractions
+        of h's predictions), the split ``fold`` it comes from and its fractions of h's predictions ``gamma``;
+        with ``score="studentised"``, ``scale`` is added on first use."""
         key = (size, measure if isinstance(measure, str) else getattr(measure, "__name__", repr(measure)))
         if key not in self.calibration_:
             f = get_measure(measure)
@@ -332,35 +383,94 @@ class ConformalInterval(BaseEstimator):
                 rates = pool / pool.sum(axis=1, keepdims=True)
                 expected = np.asarray(f(tables.sum(axis=2)[:, :, None] * rates[None]), dtype=float)
                 dist = np.abs(tables.sum(axis=1) - _fractions(cal.val_pred_, n)).sum(axis=1)
-                parts.append((pred, np.asarray(f(tables), dtype=float), expected, dist))
+                parts.append((pred, np.asarray(f(tables), dtype=float), expected, dist, np.full(len(idx), j),
+                              tables.sum(axis=1)))
             self.calibration_[key] = {k: np.concatenate([p[i] for p in parts])
-                                      for i, k in enumerate(("pred", "true", "expected", "dist"))}
+                                      for i, k in enumerate(("pred", "true", "expected", "dist", "fold", "gamma"))}
         return self.calibration_[key]
 
-    def _residuals(self, size: int, measure) -> np.ndarray:
-        """Absolute calibration residuals, pool part scaled by ``scale_`` (see :meth:`_pool_scale`)."""
+    def _residuals(self, size: int, measure, studentised: bool = False) -> np.ndarray:
+        """Calibration scores: absolute residuals, pool part scaled by ``scale_`` (see :meth:`_pool_scale`),
+        divided by each sample's evidence scale if ``studentised``."""
         c = self._calibration(size, measure)
-        return np.abs(self.scale_ * (c["pred"] - c["expected"]) + (c["expected"] - c["true"]))
+        r = np.abs(self.scale_ * (c["pred"] - c["expected"]) + (c["expected"] - c["true"]))
+        if studentised:
+            if "scale" not in c:
+                seed = check_seed(self.random_state, "random_state")
+                c["scale"] = np.array([self._sd(self.fit_counts_[j], self.fit_counts_[j], g, size, measure, seed)
+                                       for j, g in zip(c["fold"], c["gamma"])])
+            r = r / c["scale"]
+        return r
+
+    def _sd(self, counts, acc_counts, gamma, size, measure, seed) -> float:
+        """The studentised score's scale of one sample: the standard deviation of its *accuracy* (for every
+        ``measure``) under the evidence ``counts`` (h's table in counts), its prevalence estimated by ACC
+        with ``acc_counts``, at least 1/size. Accuracy, exact and smooth in the prevalence, is the scale of
+        every measure: F1 and the like jump where a class is (estimated) absent, which would give some
+        samples a near-zero scale; conformal validity needs only that calibration and test samples share
+        the scale function, not that it be the measure's own."""
+        sd = _evidence(counts, acc_prevalence(acc_counts, gamma), size, 0.05, "accuracy")[3]
+        return max(sd, 1.0 / size)
+
+    def _test_scales(self, samples, measure):
+        """Per test sample: the studentised scale (rates of V at the fit parts' number of items) and the
+        fractions of h's predictions."""
+        seed = check_seed(self.random_state, "random_state")
+        gammas = [_fractions(np.asarray(self.estimator_.classifier.predict(X)), self.n_classes_) for X in samples]
+        if self.score == "absolute":
+            return np.ones(len(samples)), gammas
+        counts = self.val_counts_ * (self.n_fit_ / self.n_val_)
+        return np.array([self._sd(counts, self.val_counts_, g, X.shape[0], measure, seed)
+                         for g, X in zip(gammas, samples)]), gammas
 
     def quantiles(self, samples, measure, alpha: float) -> np.ndarray:
-        """Half-widths (k,) of the 1-α intervals of validated samples (a list of (m_i, d) arrays): the conformal
-        quantile of the residuals of calibration samples of the same size, and with ``bins`` > 1 of those in
-        the same bin of the shift proxy (Mondrian conformal prediction, Vovk et al. 2005, Ch. 4)."""
+        """Conformal half-widths (k,) of the 1-α intervals of validated samples (a list of (m_i, d) arrays):
+        the conformal quantile of the scores of calibration samples of the same size (and with ``bins`` > 1
+        of those in the same bin of the shift proxy: Mondrian conformal prediction, Vovk et al. 2005, Ch. 4),
+        times the sample's scale if ``score`` is "studentised", the larger of the two if "both". Without the
+        ``floor`` (see :meth:`bounds`)."""
+        return self._half_widths(samples, measure, alpha)[0]
+
+    def _half_widths(self, samples, measure, alpha):
         a = _alpha(alpha)
         bins = check_int(self.bins, "bins")
-        out = np.empty(len(samples))
+        self._check_score_options(self.score, self.floor)
+        scales, gammas = self._test_scales(samples, measure)
         ref = _fractions(self.estimator_.val_pred_, self.n_classes_)
-        for i, X in enumerate(samples):
-            r = self._residuals(X.shape[0], measure)
-            if bins == 1:
-                out[i] = conformal_quantile(r, a)
-                continue
-            dist = self._calibration(X.shape[0], measure)["dist"]
-            edges = np.quantile(dist, np.linspace(0, 1, bins + 1)[1:-1])
-            g = _fractions(np.asarray(self.estimator_.classifier.predict(X)), self.n_classes_)
-            b = np.searchsorted(edges, np.abs(g - ref).sum(), side="right")
-            out[i] = conformal_quantile(r[np.searchsorted(edges, dist, side="right") == b], a)
-        return out
+
+        def half_widths(studentised):
+            out = np.empty(len(samples))
+            for i, X in enumerate(samples):
+                r = self._residuals(X.shape[0], measure, studentised)
+                if bins == 1:
+                    out[i] = conformal_quantile(r, a)
+                    continue
+                dist = self._calibration(X.shape[0], measure)["dist"]
+                edges = np.quantile(dist, np.linspace(0, 1, bins + 1)[1:-1])
+                b = np.searchsorted(edges, np.abs(gammas[i] - ref).sum(), side="right")
+                out[i] = conformal_quantile(r[np.searchsorted(edges, dist, side="right") == b], a)
+            return out * scales if studentised else out
+
+        if self.score == "absolute":
+            return half_widths(False), gammas
+        if self.score == "studentised":
+            return half_widths(True), gammas
+        return np.maximum(half_widths(False), half_widths(True)), gammas
+
+    def bounds(self, samples, point, measure, alpha: float) -> np.ndarray:
+        """Intervals (k, 2), lower and upper, around the point predictions ``point`` (k,) of validated
+        ``samples``: ``point ± q`` (:meth:`quantiles`), with ``floor`` each side widened to at least the
+        reach of :func:`evidence_interval` (h's rates on V) from its plug-in value; clipped to [0, 1]."""
+        q, gammas = self._half_widths(samples, measure, alpha)
+        point = np.asarray(point, dtype=float)
+        below, above = q.copy(), q.copy()
+        if self.floor:
+            seed = check_seed(self.random_state, "random_state")
+            for i, (g, X) in enumerate(zip(gammas, samples)):
+                lo, hi, c = _evidence(self.val_counts_, acc_prevalence(self.val_counts_, g), X.shape[0], alpha,
+                                      measure, FLOOR_DRAWS, seed)[:3]
+                below[i], above[i] = max(below[i], c - lo), max(above[i], hi - c)
+        return np.clip(np.stack([point - below, point + above], axis=1), 0.0, 1.0)
 
     def predict(self, X, measure=None) -> float:
         """The point prediction of the wrapped method (fitted as ``refit`` says)."""
@@ -381,12 +491,112 @@ class ConformalInterval(BaseEstimator):
         measure = self.estimator_.measure if measure is None else measure
         samples = [check_X(X, f"samples[{i}]") for i, X in enumerate(samples)]
         point = np.asarray(self.estimator_.predict_batch(samples, measure), dtype=float)
-        q = self.quantiles(samples, measure, alpha)
-        return np.clip(np.stack([point - q, point + q], axis=1), 0.0, 1.0)
+        return self.bounds(samples, point, measure, alpha)
 
 
 def _fractions(pred, n: int) -> np.ndarray:
     return np.bincount(np.asarray(pred, dtype=int), minlength=n) / len(pred)
+
+
+def _counts(y, pred, n: int) -> np.ndarray:
+    """h's contingency table in counts (n, n), rows true classes."""
+    return np.bincount(np.asarray(y, dtype=int) * n + np.asarray(pred, dtype=int), minlength=n * n).reshape(n, n).astype(float)
+
+
+def _class_counts(prevalence, size: int) -> np.ndarray:
+    """Integer class counts of a sample of ``size`` items with class fractions ``prevalence`` (largest
+    remainders, so they sum to ``size``)."""
+    raw = np.asarray(prevalence, dtype=float) * size
+    counts = np.floor(raw).astype(int)
+    counts[np.argsort(counts - raw, kind="stable")[: size - counts.sum()]] += 1
+    return counts
+
+
+def _check_counts(val_counts) -> np.ndarray:
+    V = np.asarray(val_counts, dtype=float)
+    if V.ndim != 2 or V.shape[0] != V.shape[1] or V.shape[0] < 2 or not np.all(np.isfinite(V)) or np.any(V < 0):
+        raise ValueError(f"val_counts must be an (n, n) table of non-negative counts, n >= 2, got shape {V.shape}")
+    return V
+
+
+def acc_prevalence(val_counts, pred_fractions) -> np.ndarray:
+    """Adjusted classify and count (Forman 2008; LEAP 2025 Sect. 3): the class prevalence ``p`` on the simplex
+    whose expected fractions of h's predictions, ``p @ R`` with ``R[i, j] = P(h = j | y = i)`` estimated on V,
+    are closest (least squares, ``scipy.optimize.lsq_linear`` on [0, 1], renormalised) to the sample's observed
+    fractions ``pred_fractions`` (n,). ``val_counts``: h's validation contingency table in counts (n, n), rows
+    true classes; R is smoothed by the Jeffreys 1/2 so that an errorless h still gives a solvable system.
+    Returns float (n,). Raises ValueError for a bad table or fractions."""
+    from scipy.optimize import lsq_linear
+    V = _check_counts(val_counts)
+    g = np.asarray(pred_fractions, dtype=float)
+    if g.shape != (V.shape[0],) or not np.all(np.isfinite(g)) or np.any(g < 0):
+        raise ValueError(f"pred_fractions must be {V.shape[0]} non-negative fractions, got {pred_fractions!r}")
+    R = (V + 0.5) / (V + 0.5).sum(axis=1, keepdims=True)  # Jeffreys-smoothed: never singular for an errorless h
+    p = lsq_linear(R.T, g, bounds=(0.0, 1.0)).x
+    return p / p.sum() if p.sum() > 0 else np.full(len(p), 1.0 / len(p))
+
+
+def evidence_interval(val_counts, prevalence, size: int, alpha: float = 0.05, measure="accuracy",
+                      n_draws: int = 4000, random_state: int = 0) -> tuple[float, float, float]:
+    """The finite-evidence interval of a measure on a sample: what h's validation errors alone say about the
+    value of ``measure`` on a sample of ``size`` items with class prevalence ``prevalence``, under prior
+    probability shift (h's class-conditional rates ``P(h = j | y = i)`` are the pool's on every sample).
+
+    Each row i of h's rates gets the Jeffreys posterior Dirichlet(``val_counts[i]`` + 1/2) (Jeffreys 1946;
+    for two classes the Beta posterior whose intervals Brown, Cai & DasGupta 2001 recommend over
+    Clopper–Pearson's); the sample's ``N_i`` items of class i (``size`` x ``prevalence``, rounded) are
+    classified as Multinomial(``N_i``, row i). The interval holds the α/2 and 1-α/2 quantiles of the
+    measure under this posterior predictive: it shrinks with |V| (the pool's rates are better known) and
+    with ``size`` (less sampling noise), and is never empty when h makes no error on V (0 errors in ``n_i``
+    items leave an error rate of up to about 2.5/``n_i`` plausible).
+
+    For accuracy it is exact: the errors in class i are BetaBinomial(``N_i``, errors_i + (n-1)/2,
+    correct_i + 1/2) (the Dirichlet's aggregation property), independent across classes, so their sum's
+    distribution is the convolution of the classes' ``scipy.stats.betabinom`` pmfs. Other measures use
+    ``n_draws`` seeded Monte Carlo draws of the posterior predictive table.
+
+    ``val_counts``: (n, n) counts of h's validation table (rows true class); ``prevalence``: (n,) on the simplex.
+    Returns ``(lower, upper, plug_in)``: the interval and the measure of the plug-in table (prevalence x the
+    rates' maximum-likelihood estimate), from which :class:`ConformalInterval` takes the interval's reach
+    below and above the point prediction. Raises ValueError for bad shapes, negative counts, a prevalence off
+    the simplex, alpha outside (0, 1) or ``size`` < 1.
+    """
+    return _evidence(val_counts, prevalence, size, alpha, measure, n_draws, random_state)[:3]
+
+
+def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random_state=0):
+    """:func:`evidence_interval` plus the posterior predictive standard deviation of the measure (4-tuple)."""
+    from scipy.stats import betabinom
+    a = _alpha(alpha)
+    V = _check_counts(val_counts)
+    n = V.shape[0]
+    p = np.asarray(prevalence, dtype=float)
+    if p.shape != (n,) or not np.all(np.isfinite(p)) or np.any(p < -1e-12) or abs(p.sum() - 1) > 1e-6:
+        raise ValueError(f"prevalence must be {n} non-negative fractions summing to 1, got {p!r}")
+    size = check_int(size, "size")
+    counts = _class_counts(np.clip(p, 0, None) / np.clip(p, 0, None).sum(), size)
+    rows = V.sum(axis=1, keepdims=True)
+    mle = np.divide(V, rows, out=np.full_like(V, 1.0 / n), where=rows > 0)
+    f = get_measure(measure)
+    plug_in = float(f(counts[:, None] / size * mle))
+    if f is get_measure("accuracy"):
+        pmf = np.ones(1)
+        for i in range(n):
+            wrong = V[i].sum() - V[i, i] + (n - 1) / 2
+            pmf = np.convolve(pmf, betabinom.pmf(np.arange(counts[i] + 1), counts[i], wrong, V[i, i] + 0.5))
+        cdf = np.cumsum(pmf)
+        e_lo = int(np.searchsorted(cdf, a / 2 - 1e-12))  # smallest e with P(E <= e) >= a/2
+        e_hi = int(np.searchsorted(cdf, 1 - a / 2 - 1e-12))
+        e = np.arange(len(pmf))
+        sd = math.sqrt(max(float(pmf @ e**2) - float(pmf @ e) ** 2, 0.0)) / size
+        return 1.0 - e_hi / size, 1.0 - e_lo / size, plug_in, sd
+    rng = np.random.default_rng(check_seed(random_state, "random_state"))
+    n_draws = check_int(n_draws, "n_draws", min_value=2)
+    rates = np.stack([rng.dirichlet(V[i] + 0.5, n_draws) for i in range(n)], axis=1)  # (B, n, n)
+    tables = np.stack([rng.multinomial(counts[i], rates[:, i]) for i in range(n)], axis=1) / size
+    values = np.asarray(f(tables), dtype=float)
+    lo, hi = np.quantile(values, [a / 2, 1 - a / 2])
+    return float(lo), float(hi), plug_in, float(values.std())
 
 
 def interval_scores(lower, upper, true) -> dict:
@@ -404,10 +614,18 @@ def interval_scores(lower, upper, true) -> dict:
 #: bootstrap and the sample's sampling error (LEAP family only), and conformal calibrations (split, K-fold
 #: cross-conformal, residual bootstrap, Monte Carlo cross-conformal with and without the pool correction).
 KINDS = ("bootstrap", "propagated", "conformal", "conformal-refit", "conformal-cv", "residual-bootstrap",
-         "conformal-mc", "conformal-mc-pool", "conformal-mc-bins")
+         "conformal-mc", "conformal-mc-pool", "conformal-mc-bins", "conformal-mc-floor", "conformal-mc-stud",
+         "conformal-mc-both")
 MC_BINS = 4  # bins of the shift proxy of the "conformal-mc-bins" kind
 _SCHEMES = {"conformal": "split", "conformal-refit": "split", "conformal-cv": "cv", "residual-bootstrap": "bootstrap",
-            "conformal-mc": "mc", "conformal-mc-pool": "mc", "conformal-mc-bins": "mc"}
+            "conformal-mc": "mc", "conformal-mc-pool": "mc", "conformal-mc-bins": "mc", "conformal-mc-floor": "mc",
+            "conformal-mc-stud": "mc", "conformal-mc-both": "mc"}
+#: options (pool_correction, bins, score, floor) of the Monte Carlo kinds, which share one set of fits
+_MC_OPTIONS = {"conformal-mc": (False, 1, "absolute", False), "conformal-mc-pool": (True, 1, "absolute", False),
+               "conformal-mc-bins": (False, MC_BINS, "absolute", False),
+               "conformal-mc-floor": (False, 1, "absolute", True),
+               "conformal-mc-stud": (False, 1, "studentised", True),
+               "conformal-mc-both": (False, 1, "both", True)}
 
 
 def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap", "conformal", "conformal-mc"),
@@ -425,8 +643,10 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
     (:class:`ConformalInterval`, ``n_cal`` calibration samples; "conformal" = split, "conformal-refit" = split
     with the point estimate refitted on V, "conformal-cv" = 5-fold cross-conformal, "residual-bootstrap",
     "conformal-mc" = ``n_splits`` random halvings of V, "conformal-mc-pool" = the same with the pool
-    correction; the two "mc" kinds share their fits) run on every sample. "conformal-mc" is what
-    :meth:`capshift.base.CAPEstimator.predict_interval` computes.
+    correction, "conformal-mc-bins" = with Mondrian bins, "conformal-mc-floor" = with the finite-evidence
+    floor, "conformal-mc-stud" = studentised scores and the floor, "conformal-mc-both" = the union of the
+    absolute and studentised intervals and the floor; the "mc" kinds share their fits) run on every sample.
+    "conformal-mc-both" is what :meth:`capshift.base.CAPEstimator.predict_interval` computes.
 
     Returns a tidy DataFrame: ``dataset, method, kind, sample, true, predicted, lower, upper, ae`` (``predicted``
     is the point prediction the interval is built around: the method fitted on V, or on half of V for the
@@ -465,13 +685,14 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
                 bounds = np.array([interval(full, X, alpha, n_boot, measure, random_state=seed + k)
                                    for k, X in enumerate(samples[:n_boot_samples])])
             else:
+                pool, bins, score, floor = _MC_OPTIONS.get(kind, (False, 1, "absolute", False))
                 if kind.startswith("conformal-mc") and mc is not None:
-                    ci = mc.with_options(kind == "conformal-mc-pool", MC_BINS if kind == "conformal-mc-bins" else 1)
+                    ci = mc.with_options(pool, bins, score, floor)
                 else:
                     ci = ConformalInterval(base, n_cal=n_cal, refit=kind == "conformal-refit", scheme=_SCHEMES[kind],
                                            n_splits=n_splits if kind.startswith("conformal-mc") else 5,
-                                           pool_correction=kind == "conformal-mc-pool",
-                                           bins=MC_BINS if kind == "conformal-mc-bins" else 1, random_state=seed)
+                                           pool_correction=pool, bins=bins, score=score, floor=floor,
+                                           random_state=seed)
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         ci.fit(split.X_V, split.y_V, point_estimator=full)
@@ -504,8 +725,9 @@ def summarise_intervals(results, alpha: float = 0.05):
     g = results.assign(width=results["upper"] - results["lower"], inside=inside).groupby(
         ["dataset", "method", "kind"], sort=False)
     out = g.agg(AE=("ae", "mean"), A=("width", "mean"), C=("inside", "mean"), n=("ae", "size")).reset_index()
-    ref = results[results["kind"].isin(["conformal-mc", "conformal-mc-pool", "conformal-mc-bins", "conformal-refit",
-                                        "conformal-cv", "residual-bootstrap"])].drop_duplicates(["dataset", "method", "sample"])
+    ref = results[results["kind"].isin(["conformal-mc", "conformal-mc-pool", "conformal-mc-bins", "conformal-mc-floor",
+                                        "conformal-mc-stud", "conformal-mc-both", "conformal-refit", "conformal-cv", "residual-bootstrap"])
+                  ].drop_duplicates(["dataset", "method", "sample"])
     oracle = ref.groupby(["dataset", "method"], sort=False)["ae"].agg(
         AE="mean", A=lambda e: 2 * float(np.quantile(e, 1 - a)), n="size").reset_index()
     oracle["kind"], oracle["C"] = "oracle", 1 - a
