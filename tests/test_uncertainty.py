@@ -333,3 +333,49 @@ def test_default_interval_covers_a_synthetic_pps_problem(gaussian_problem):
     b = est.predict_interval_batch([X_U[i] for i in idx], alpha=0.1)
     sc = U.interval_scores(b[:, 0], b[:, 1], true)
     assert sc["C"] >= 0.9 - 3 * np.sqrt(0.09 / 200) and sc["A"] < 0.3
+
+
+def _results(rows):
+    import pandas as pd
+    return pd.DataFrame(rows, columns=["dataset", "method", "kind", "true", "predicted", "lower", "upper"])
+
+
+def test_error_structure_and_coverage_by_scale():
+    # dataset a: every error +0.1 (pure bias); dataset b: errors ±0.05 around 0 (pure spread)
+    rows = [("a", "M", "k", 0.5, 0.6, 0.45, 0.75)] * 4 + \
+           [("b", "M", "k", 0.5, 0.5 + e, 0.5 + e - 0.06, 0.5 + e + 0.06) for e in (0.05, -0.05, 0.05, -0.05)]
+    r = _results(rows)
+    s = U.error_structure(r).set_index("dataset")
+    assert s.loc["a", "bias"] == pytest.approx(0.1) and s.loc["a", "spread"] == pytest.approx(0.0, abs=1e-12)
+    assert s.loc["a", "ratio"] == np.inf and s.loc["b", "bias"] == pytest.approx(0.0, abs=1e-12)
+    assert s.loc["b", "spread"] == pytest.approx(np.std([0.05, -0.05] * 2, ddof=1))
+    c = U.coverage_by_scale(r, [1.0, 0.5, 0.9, 2.0]).set_index("scale")
+    # scale 1 = the intervals' own coverage (summarise_intervals' C); a: covered while c * 0.15 >= 0.1
+    own = U.summarise_intervals(r.assign(sample=0, ae=(r.predicted - r.true).abs()))
+    own = own[own.kind == "k"].set_index("dataset").C
+    assert c.loc[1.0, "mean_C"] == pytest.approx(own.mean()) and c.loc[1.0, "min_C"] == own.min() == 1.0
+    assert c.loc[0.5, "min_C"] == 0.0 and c.loc[0.5, "worst"] == "a"   # 0.075 < 0.1: the biased dataset is lost
+    assert c.loc[0.9, "mean_C"] == 1.0 and c.loc[2.0, "mean_C"] == 1.0  # 0.9 x 0.15 and 0.9 x 0.06 still cover
+    mono = U.coverage_by_scale(r, np.linspace(0.1, 2, 20))
+    assert np.all(np.diff(mono.mean_C) >= 0)                            # wider never covers less
+    with pytest.raises(ValueError, match="scales"):
+        U.coverage_by_scale(r, [0.0, 1.0])
+    with pytest.raises(ValueError, match="columns"):
+        U.error_structure(r.drop(columns=["upper"]))
+
+
+def test_recorded_per_sample_intervals_match_the_recorded_summary():
+    # the chapter's two full-scale records: the per-sample file summarises to the summary's rows
+    import pathlib
+
+    import pandas as pd
+    book = pathlib.Path(__file__).resolve().parents[1] / "book" / "measured"
+    per = pd.read_csv(book / "uncertainty_full_scale_samples.csv", comment="#")
+    summ = pd.read_csv(book / "uncertainty_full_scale.csv", comment="#")
+    mine = U.summarise_intervals(per.assign(ae=(per.predicted - per.true).abs()))
+    mine = mine[mine.kind == "conformal-mc-both"].set_index(["dataset", "method"]).sort_index()
+    ref = summ[(summ.kind == "conformal-mc-both") & summ.dataset.isin(per.dataset.unique())]
+    ref = ref.set_index(["dataset", "method"]).sort_index()
+    assert len(mine) == len(ref) == 34
+    np.testing.assert_allclose(mine.C, ref.C, atol=1e-9)
+    np.testing.assert_allclose(mine.A, ref.A, atol=1e-4)

@@ -30,7 +30,9 @@ intervals to future work. This module holds
   datasets: minimum coverage 0.93 / 0.97 for DoC / O-LEAP_KDEy where plain "mc" had 0 / 0.01 on wine.3);
 - :func:`interval_scores`, :func:`interval_experiment`, :func:`summarise_intervals`: Table 3's protocol and
   quantities (amplitude A, coverage C, AE), and the oracle amplitude (the narrowest interval around the
-  point prediction that covers 1-α of the test samples).
+  point prediction that covers 1-α of the test samples); :func:`error_structure` (the error each dataset's
+  test samples share) and :func:`coverage_by_scale` (mean and minimum coverage of uniformly rescaled
+  intervals), which show why a mean coverage near 1-α and a high minimum over datasets pull apart.
 
 Intervals are clipped to [0, 1] (every measure of :mod:`capshift.tables` lies there).
 """
@@ -55,7 +57,7 @@ FLOOR_DRAWS = 4000  # Monte Carlo draws of the floor's evidence interval (measur
 
 __all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval", "ConformalInterval", "interval_scores",
            "conformal_quantile", "evidence_interval", "acc_prevalence", "interval_experiment", "summarise_intervals",
-           "KINDS", "SCHEMES", "SCORES"]
+           "error_structure", "coverage_by_scale", "KINDS", "SCHEMES", "SCORES"]
 
 
 def _fresh(estimator: CAPEstimator, seed: int) -> CAPEstimator:
@@ -732,3 +734,57 @@ def summarise_intervals(results, alpha: float = 0.05):
         AE="mean", A=lambda e: 2 * float(np.quantile(e, 1 - a)), n="size").reset_index()
     oracle["kind"], oracle["C"] = "oracle", 1 - a
     return pd.concat([out, oracle[out.columns]], ignore_index=True)
+
+
+_RESULT_COLUMNS = {"dataset", "method", "kind", "true", "predicted", "lower", "upper"}
+
+
+def _check_results(results):
+    if not hasattr(results, "columns") or not _RESULT_COLUMNS <= set(results.columns):
+        raise ValueError(f"results must be interval_experiment's DataFrame with columns {sorted(_RESULT_COLUMNS)}")
+    return results
+
+
+def error_structure(results):
+    """How one dataset's errors are shared by its test samples: per (dataset, method, kind) of
+    :func:`interval_experiment`'s rows, ``bias`` (mean of predicted - true), ``spread`` (their standard
+    deviation, ddof 1), ``ratio`` = |bias| / spread (inf when the spread is 0), and coverage ``C``.
+
+    All test samples of a dataset come from one pool U and every method is fitted once on V, so part of the
+    error is common to the samples. Where |bias| is comparable to the spread or larger, a dataset's coverage
+    is close to 0 or 1 for any interval width that does not know the bias. Returns a DataFrame with columns
+    ``dataset, method, kind, bias, spread, ratio, C``; ValueError for a frame without the result columns."""
+    r = _check_results(results)
+    e = r["predicted"] - r["true"]
+    inside = (r["lower"] <= r["true"] + 1e-12) & (r["true"] <= r["upper"] + 1e-12)
+    g = r.assign(error=e, inside=inside).groupby(["dataset", "method", "kind"], sort=False)
+    out = g.agg(bias=("error", "mean"), spread=("error", "std"), C=("inside", "mean")).reset_index()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["ratio"] = np.where(out["spread"] > 0, out["bias"].abs() / out["spread"], np.inf)
+    return out[["dataset", "method", "kind", "bias", "spread", "ratio", "C"]]
+
+
+def coverage_by_scale(results, scales):
+    """Mean and minimum coverage over datasets when every interval is scaled about its point prediction by a
+    common factor c: ``[p - c (p - lower), p + c (upper - p)]`` (p = ``predicted``), for each c in ``scales``.
+
+    A check of what a uniformly narrower or wider version of the same intervals would achieve on the two
+    coverage targets together (a mean near 1-α and no dataset far below). ``results``: rows of
+    :func:`interval_experiment`; ``scales``: positive factors (1 reproduces the intervals' own coverage).
+    Returns a DataFrame ``method, kind, scale, mean_C, min_C, worst`` (the dataset of the minimum). Raises
+    ValueError for a frame without the result columns or a non-positive / non-finite scale."""
+    import pandas as pd
+    r = _check_results(results)
+    c = np.atleast_1d(np.asarray(scales, dtype=float))
+    if c.ndim != 1 or len(c) == 0 or not np.all(np.isfinite(c)) or np.any(c <= 0):
+        raise ValueError(f"scales must be a non-empty list of positive finite factors, got {scales!r}")
+    rows = []
+    for (method, kind), g in r.groupby(["method", "kind"], sort=False):
+        p, t = g["predicted"].to_numpy(), g["true"].to_numpy()
+        below, above = (p - g["lower"]).to_numpy(), (g["upper"] - p).to_numpy()
+        for s in c:
+            inside = (p - s * below <= t + 1e-12) & (t <= p + s * above + 1e-12)
+            cov = pd.Series(inside, index=g.index).groupby(g["dataset"], sort=False).mean()
+            rows.append({"method": method, "kind": kind, "scale": float(s), "mean_C": float(cov.mean()),
+                         "min_C": float(cov.min()), "worst": cov.idxmin()})
+    return pd.DataFrame(rows)
