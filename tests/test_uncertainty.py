@@ -356,6 +356,9 @@ def test_error_structure_and_coverage_by_scale():
     assert c.loc[1.0, "mean_C"] == pytest.approx(own.mean()) and c.loc[1.0, "min_C"] == own.min() == 1.0
     assert c.loc[0.5, "min_C"] == 0.0 and c.loc[0.5, "worst"] == "a"   # 0.075 < 0.1: the biased dataset is lost
     assert c.loc[0.9, "mean_C"] == 1.0 and c.loc[2.0, "mean_C"] == 1.0  # 0.9 x 0.15 and 0.9 x 0.06 still cover
+    # a bound clipped at the end of the range stays there: a perfect classifier's samples (true = 1) stay covered
+    perfect = _results([("p", "M", "k", 1.0, 0.95, 0.9, 1.0)] * 3)
+    assert U.coverage_by_scale(perfect, [0.1]).min_C.iloc[0] == 1.0
     mono = U.coverage_by_scale(r, np.linspace(0.1, 2, 20))
     assert np.all(np.diff(mono.mean_C) >= 0)                            # wider never covers less
     with pytest.raises(ValueError, match="scales"):

@@ -769,7 +769,10 @@ def coverage_by_scale(results, scales):
     common factor c: ``[p - c (p - lower), p + c (upper - p)]`` (p = ``predicted``), for each c in ``scales``.
 
     A check of what a uniformly narrower or wider version of the same intervals would achieve on the two
-    coverage targets together (a mean near 1-α and no dataset far below). ``results``: rows of
+    coverage targets together (a mean near 1-α and no dataset far below). A bound at an end of the measure's
+    range [0, 1] (where :class:`ConformalInterval` clips) stays there: the interval reached at least that far,
+    and nothing lies beyond it (a classifier perfect on a dataset has accuracy exactly 1 on every sample), so
+    for c < 1 this is the most favourable reading of a clipped bound. ``results``: rows of
     :func:`interval_experiment`; ``scales``: positive factors (1 reproduces the intervals' own coverage).
     Returns a DataFrame ``method, kind, scale, mean_C, min_C, worst`` (the dataset of the minimum). Raises
     ValueError for a frame without the result columns or a non-positive / non-finite scale."""
@@ -781,9 +784,12 @@ def coverage_by_scale(results, scales):
     rows = []
     for (method, kind), g in r.groupby(["method", "kind"], sort=False):
         p, t = g["predicted"].to_numpy(), g["true"].to_numpy()
-        below, above = (p - g["lower"]).to_numpy(), (g["upper"] - p).to_numpy()
+        lower, upper = g["lower"].to_numpy(), g["upper"].to_numpy()
+        at_0, at_1 = lower <= 1e-12, upper >= 1.0 - 1e-12
         for s in c:
-            inside = (p - s * below <= t + 1e-12) & (t <= p + s * above + 1e-12)
+            lo = np.where(at_0, lower, p - s * (p - lower))
+            hi = np.where(at_1, upper, p + s * (upper - p))
+            inside = (lo <= t + 1e-12) & (t <= hi + 1e-12)
             cov = pd.Series(inside, index=g.index).groupby(g["dataset"], sort=False).mean()
             rows.append({"method": method, "kind": kind, "scale": float(s), "mean_C": float(cov.mean()),
                          "min_C": float(cov.min()), "worst": cov.idxmin()})
