@@ -19,14 +19,19 @@ def test_conformal_quantile_is_the_finite_sample_rank():
         U.conformal_quantile([], 0.1)
 
 
-@pytest.fixture(scope="module")
-def gaussian_problem():
-    rng = np.random.default_rng(0)
+def _two_gaussians(seed, shift):
+    """A sampler of m items of two classes: unit Gaussians in 2-d whose means are ``shift`` apart."""
+    rng = np.random.default_rng(seed)
 
     def draw(m):
         y = rng.integers(0, 2, m)
-        return rng.normal(size=(m, 2)) + 1.2 * y[:, None], y
+        return rng.normal(size=(m, 2)) + shift * y[:, None], y
+    return draw
 
+
+@pytest.fixture(scope="module")
+def gaussian_problem():
+    draw = _two_gaussians(0, 1.2)
     X_L, y_L = draw(2000)
     X_V, y_V = draw(2000)
     X_U, y_U = draw(4000)
@@ -273,12 +278,7 @@ def test_acc_prevalence_inverts_the_validation_rates():
 
 @pytest.fixture(scope="module")
 def separable_problem():
-    rng = np.random.default_rng(1)
-
-    def draw(m):
-        y = rng.integers(0, 2, m)
-        return rng.normal(size=(m, 2)) + 12.0 * y[:, None], y
-
+    draw = _two_gaussians(1, 12.0)
     X_L, y_L = draw(400)
     return LogisticRegression().fit(X_L, y_L), draw
 
