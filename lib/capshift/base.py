@@ -205,9 +205,7 @@ class CAPEstimator(BaseEstimator):
         errors as :meth:`predict_batch`.
         """
         self._check_fitted()
-        if isinstance(measures, str) or callable(measures):
-            measures = [measures]
-        measures = [m for m in measures if self.supports(m)]
+        measures = self._supported(measures)
         samples = self._check_samples(samples)
         prevalences = self._check_prevalences(prevalences, len(samples))
         posteriors = self._check_posteriors(posteriors, samples)
@@ -242,8 +240,9 @@ class CAPEstimator(BaseEstimator):
         (Monte Carlo cross-conformal: the method refitted on random halves of V and evaluated on UPP samples,
         of the size of ``X``, drawn from the other halves; the larger of the half-widths from absolute
         residuals and from residuals divided by the sample's standard deviation under h's finite validation
-        evidence (studentised, the quantile multiplied back by the test sample's); each side at least the reach of :func:`capshift.uncertainty.evidence_interval`, so that a classifier
-        errorless on V still gets an interval), calibrated on first use per sample size and measure and
+        evidence (studentised, the quantile multiplied back by the test sample's); each side at least the
+        reach of :func:`capshift.uncertainty.evidence_interval`, so that a classifier errorless on V still
+        gets an interval), calibrated on first use per sample size and measure and
         seeded by ``random_state`` (None: 0). The interval is clipped to [0, 1]. Beyond the LEAP paper,
         whose Sect. 5.10 bootstrap intervals under-cover (see the uncertainty chapter).
 
@@ -267,9 +266,7 @@ class CAPEstimator(BaseEstimator):
         """Intervals for several measures at once: ``{measure: float array (k, 2)}`` (lower, upper), the same
         measures as :meth:`predict_measures` (unsupported ones left out). Errors as :meth:`predict_interval`."""
         self._check_fitted()
-        if isinstance(measures, str) or callable(measures):
-            measures = [measures]
-        measures = [m for m in measures if self.supports(m)]
+        measures = self._supported(measures)
         samples = self._check_samples(samples)
         prev = self._check_prevalences(prevalences, len(samples))
         return self._intervals(samples, measures, alpha, prev) if measures else {}
@@ -286,6 +283,12 @@ class CAPEstimator(BaseEstimator):
             self.interval_.fit(*self._val_data, point_estimator=self)
         point = self._measures(samples, measures, prevalences, None)
         return {m: self.interval_.bounds(samples, point[m], m, alpha) for m in measures}
+
+    def _supported(self, measures) -> list:
+        """``measures`` (one measure or a list) as a list, without those the method does not support."""
+        if isinstance(measures, str) or callable(measures):
+            measures = [measures]
+        return [m for m in measures if self.supports(m)]
 
     def supports(self, measure) -> bool:
         """Whether the method can estimate ``measure`` (False for measure-only methods asked for others).

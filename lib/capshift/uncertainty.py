@@ -609,7 +609,12 @@ def interval_scores(lower, upper, true) -> dict:
         raise ValueError(f"lower, upper and true must be 1-d arrays of one shape, got {lo.shape}, {hi.shape}, {t.shape}")
     if np.any(lo > hi + 1e-12):
         raise ValueError("lower must not exceed upper")
-    return {"A": float(np.mean(hi - lo)), "C": float(np.mean((lo <= t + 1e-12) & (t <= hi + 1e-12)))}
+    return {"A": float(np.mean(hi - lo)), "C": float(np.mean(_inside(lo, hi, t)))}
+
+
+def _inside(lower, upper, true):
+    """Whether ``lower <= true <= upper``, elementwise, with round-off slack 1e-12 (bounds are clipped sums)."""
+    return (lower <= true + 1e-12) & (true <= upper + 1e-12)
 
 
 #: Interval kinds of :func:`interval_experiment`: the paper's bootstrap, the propagation of the quantifier's
@@ -619,6 +624,9 @@ KINDS = ("bootstrap", "propagated", "conformal", "conformal-refit", "conformal-c
          "conformal-mc", "conformal-mc-pool", "conformal-mc-bins", "conformal-mc-floor", "conformal-mc-stud",
          "conformal-mc-both")
 MC_BINS = 4  # bins of the shift proxy of the "conformal-mc-bins" kind
+#: kinds whose point prediction is the method fitted on all of V on every test sample (the oracle's reference):
+#: not the split kind (fitted on half of V) nor the bootstrap ones (run on the first samples only)
+_ON_V_KINDS = [k for k in KINDS if k not in ("bootstrap", "propagated", "conformal")]
 _SCHEMES = {"conformal": "split", "conformal-refit": "split", "conformal-cv": "cv", "residual-bootstrap": "bootstrap",
             "conformal-mc": "mc", "conformal-mc-pool": "mc", "conformal-mc-bins": "mc", "conformal-mc-floor": "mc",
             "conformal-mc-stud": "mc", "conformal-mc-both": "mc"}
@@ -720,16 +728,12 @@ def summarise_intervals(results, alpha: float = 0.05):
     ``dataset, method, kind, AE, A, C, n``."""
     import pandas as pd
     a = _alpha(alpha)
-    need = {"dataset", "method", "kind", "true", "predicted", "lower", "upper", "ae"}
-    if not hasattr(results, "columns") or not need <= set(results.columns):
-        raise ValueError(f"results must be interval_experiment's DataFrame with columns {sorted(need)}")
-    inside = (results["lower"] <= results["true"] + 1e-12) & (results["true"] <= results["upper"] + 1e-12)
+    _check_results(results, "ae")
+    inside = _inside(results["lower"], results["upper"], results["true"])
     g = results.assign(width=results["upper"] - results["lower"], inside=inside).groupby(
         ["dataset", "method", "kind"], sort=False)
     out = g.agg(AE=("ae", "mean"), A=("width", "mean"), C=("inside", "mean"), n=("ae", "size")).reset_index()
-    ref = results[results["kind"].isin(["conformal-mc", "conformal-mc-pool", "conformal-mc-bins", "conformal-mc-floor",
-                                        "conformal-mc-stud", "conformal-mc-both", "conformal-refit", "conformal-cv", "residual-bootstrap"])
-                  ].drop_duplicates(["dataset", "method", "sample"])
+    ref = results[results["kind"].isin(_ON_V_KINDS)].drop_duplicates(["dataset", "method", "sample"])
     oracle = ref.groupby(["dataset", "method"], sort=False)["ae"].agg(
         AE="mean", A=lambda e: 2 * float(np.quantile(e, 1 - a)), n="size").reset_index()
     oracle["kind"], oracle["C"] = "oracle", 1 - a
@@ -739,9 +743,11 @@ def summarise_intervals(results, alpha: float = 0.05):
 _RESULT_COLUMNS = {"dataset", "method", "kind", "true", "predicted", "lower", "upper"}
 
 
-def _check_results(results):
-    if not hasattr(results, "columns") or not _RESULT_COLUMNS <= set(results.columns):
-        raise ValueError(f"results must be interval_experiment's DataFrame with columns {sorted(_RESULT_COLUMNS)}")
+def _check_results(results, *extra):
+    """``results`` if it is a DataFrame with :func:`interval_experiment`'s columns (and ``extra``); ValueError."""
+    need = _RESULT_COLUMNS | set(extra)
+    if not hasattr(results, "columns") or not need <= set(results.columns):
+        raise ValueError(f"results must be interval_experiment's DataFrame with columns {sorted(need)}")
     return results
 
 
@@ -756,8 +762,7 @@ def error_structure(results):
     ``dataset, method, kind, bias, spread, ratio, C``; ValueError for a frame without the result columns."""
     r = _check_results(results)
     e = r["predicted"] - r["true"]
-    inside = (r["lower"] <= r["true"] + 1e-12) & (r["true"] <= r["upper"] + 1e-12)
-    g = r.assign(error=e, inside=inside).groupby(["dataset", "method", "kind"], sort=False)
+    g = r.assign(error=e, inside=_inside(r["lower"], r["upper"], r["true"])).groupby(["dataset", "method", "kind"], sort=False)
     out = g.agg(bias=("error", "mean"), spread=("error", "std"), C=("inside", "mean")).reset_index()
     with np.errstate(divide="ignore", invalid="ignore"):
         out["ratio"] = np.where(out["spread"] > 0, out["bias"].abs() / out["spread"], np.inf)
@@ -789,8 +794,7 @@ def coverage_by_scale(results, scales):
         for s in c:
             lo = np.where(at_0, lower, p - s * (p - lower))
             hi = np.where(at_1, upper, p + s * (upper - p))
-            inside = (lo <= t + 1e-12) & (t <= hi + 1e-12)
-            cov = pd.Series(inside, index=g.index).groupby(g["dataset"], sort=False).mean()
+            cov = pd.Series(_inside(lo, hi, t), index=g.index).groupby(g["dataset"], sort=False).mean()
             rows.append({"method": method, "kind": kind, "scale": float(s), "mean_C": float(cov.mean()),
                          "min_C": float(cov.min()), "worst": cov.idxmin()})
     return pd.DataFrame(rows)
