@@ -214,7 +214,7 @@ class SimplexActiveSet:
             k = np.flatnonzero(keep[i])
             V[i, :, :len(k)] = vec[i][:, k]
             lam_inv[i, :len(k)] = 1.0 / lam[i, k]
-        self.Vb, self.lam_inv = V, lam_inv
+        self.lam_inv = lam_inv
         rc = Ux.shape[1]
         self.Ux = Ux
         self.regular = np.repeat(~empty, nb).astype(float)               # cells of blocks with own equations

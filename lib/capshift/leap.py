@@ -36,11 +36,38 @@ from .equations import governing_system, validation_rates
 from .quantifiers import check_prevalence, make_quantifier
 from .tables import check_table, true_prevalence
 
-__all__ = ["TableSolver", "sleap_table", "leap_table", "oleap_table", "SLEAP", "LEAP", "OLEAP", "SOLVERS"]
+__all__ = ["TableSolver", "CvxpyReference", "sleap_table", "leap_table", "oleap_table", "SLEAP", "LEAP", "OLEAP", "SOLVERS"]
 
 SOLVERS = ("active_set", "osqp", "cvxpy", "slsqp")
 DEFAULT_SOLVER = "active_set"
 _NEG_TOL = 1e-9  # exact solutions with cells below -_NEG_TOL are infeasible
+
+
+class CvxpyReference:
+    """One cached cvxpy problem ``min ||A x - b||² s.t. x >= 0, sum x = 1`` with b a ``cp.Parameter``, as the LEAP
+    authors' sparse implementation (LEAP 2025, Sect. 5.12): compiled once, solved per right-hand side.
+
+    ``A``: (m, N) array or sparse matrix; ``solver``: a cvxpy solver name (``cp.OSQP``, the paper's, at
+    tolerance 1e-9; ``cp.CLARABEL``, interior point at 1e-12, the high-accuracy reference). :meth:`solve` takes
+    B (k, m) and returns (k, N); a right-hand side the solver fails on gives a row of NaN."""
+
+    def __init__(self, A, solver):
+        import cvxpy as cp  # only this solver and the benchmarks need cvxpy at run time
+
+        self.x = cp.Variable(A.shape[1])
+        self.b = cp.Parameter(A.shape[0])
+        self.prob = cp.Problem(cp.Minimize(cp.sum_squares(A @ self.x - self.b)), [self.x >= 0, cp.sum(self.x) == 1])
+        self.solver = solver
+        self.kw = ({"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 50000} if solver == cp.OSQP else
+                   {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12})
+
+    def solve(self, B):
+        out = np.empty((len(B), self.x.shape[0]))
+        for k, b in enumerate(B):
+            self.b.value = b
+            self.prob.solve(solver=self.solver, **self.kw)
+            out[k] = np.nan if self.x.value is None else self.x.value
+        return out
 
 
 class _SimplexLSQ:
@@ -62,10 +89,7 @@ class _SimplexLSQ:
             self.qp.setup(P, np.zeros(self.N), C, lo, np.ones(self.N + 1), verbose=False, polishing=True,
                           eps_abs=1e-9, eps_rel=1e-9, max_iter=50000)
         elif solver == "cvxpy":  # the authors' sparse implementation: one cached cvxpy problem, OSQP
-            import cvxpy as cp
-
-            from .solver_bench import CvxpyReference
-            self.ref = CvxpyReference(A, cp.OSQP)
+            self.ref = CvxpyReference(A, "OSQP")
         elif solver == "slsqp":
             self.Ad = A.toarray()
         else:

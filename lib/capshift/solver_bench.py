@@ -26,7 +26,7 @@ import cvxpy as cp
 import numpy as np
 import pandas as pd
 
-from .leap import TableSolver
+from .leap import CvxpyReference, TableSolver
 
 __all__ = ["random_table", "inconsistent_prevalences", "CvxpyReference", "objective", "run", "inference_times",
            "FIGURE5_VARIANTS"]
@@ -53,26 +53,6 @@ def random_table(n, rng, kind="random"):
 def inconsistent_prevalences(n, k, rng):
     """k independent uniform (gamma, q-hat) pairs: almost never consistent with PPS."""
     return rng.dirichlet(np.ones(n), k), rng.dirichlet(np.ones(n), k)
-
-
-class CvxpyReference:
-    """One cached cvxpy problem ``min ||A x - b||² s.t. x >= 0, sum x = 1`` with b a Parameter."""
-
-    def __init__(self, A, solver):
-        self.x = cp.Variable(A.shape[1])
-        self.b = cp.Parameter(A.shape[0])
-        self.prob = cp.Problem(cp.Minimize(cp.sum_squares(A @ self.x - self.b)), [self.x >= 0, cp.sum(self.x) == 1])
-        self.solver = solver
-        self.kw = ({"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 50000} if solver == cp.OSQP else
-                   {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12})
-
-    def solve(self, B):
-        out = np.empty((len(B), self.x.shape[0]))
-        for k, b in enumerate(B):
-            self.b.value = b
-            self.prob.solve(solver=self.solver, **self.kw)
-            out[k] = np.nan if self.x.value is None else self.x.value
-        return out
 
 
 def objective(A, X, B):

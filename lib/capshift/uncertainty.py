@@ -398,15 +398,15 @@ class ConformalInterval(BaseEstimator):
         r = np.abs(self.scale_ * (c["pred"] - c["expected"]) + (c["expected"] - c["true"]))
         if studentised:
             if "scale" not in c:
-                seed = check_seed(self.random_state, "random_state")
-                c["scale"] = np.array([self._sd(self.fit_counts_[j], self.fit_counts_[j], g, size, measure, seed)
+                c["scale"] = np.array([self._sd(self.fit_counts_[j], self.fit_counts_[j], g, size)
                                        for j, g in zip(c["fold"], c["gamma"])])
             r = r / c["scale"]
         return r
 
-    def _sd(self, counts, acc_counts, gamma, size, measure, seed) -> float:
+    @staticmethod
+    def _sd(counts, acc_counts, gamma, size) -> float:
         """The studentised score's scale of one sample: the standard deviation of its *accuracy* (for every
-        ``measure``) under the evidence ``counts`` (h's table in counts), its prevalence estimated by ACC
+        measure) under the evidence ``counts`` (h's table in counts), its prevalence estimated by ACC
         with ``acc_counts``, at least 1/size. Accuracy, exact and smooth in the prevalence, is the scale of
         every measure: F1 and the like jump where a class is (estimated) absent, which would give some
         samples a near-zero scale; conformal validity needs only that calibration and test samples share
@@ -414,15 +414,14 @@ class ConformalInterval(BaseEstimator):
         sd = _evidence(counts, acc_prevalence(acc_counts, gamma), size, 0.05, "accuracy")[3]
         return max(sd, 1.0 / size)
 
-    def _test_scales(self, samples, measure):
+    def _test_scales(self, samples):
         """Per test sample: the studentised scale (rates of V at the fit parts' number of items) and the
         fractions of h's predictions."""
-        seed = check_seed(self.random_state, "random_state")
         gammas = [_fractions(np.asarray(self.estimator_.classifier.predict(X)), self.n_classes_) for X in samples]
         if self.score == "absolute":
             return np.ones(len(samples)), gammas
         counts = self.val_counts_ * (self.n_fit_ / self.n_val_)
-        return np.array([self._sd(counts, self.val_counts_, g, X.shape[0], measure, seed)
+        return np.array([self._sd(counts, self.val_counts_, g, X.shape[0])
                          for g, X in zip(gammas, samples)]), gammas
 
     def quantiles(self, samples, measure, alpha: float) -> np.ndarray:
@@ -437,7 +436,7 @@ class ConformalInterval(BaseEstimator):
         a = _alpha(alpha)
         bins = check_int(self.bins, "bins")
         self._check_score_options(self.score, self.floor)
-        scales, gammas = self._test_scales(samples, measure)
+        scales, gammas = self._test_scales(samples)
         ref = _fractions(self.estimator_.val_pred_, self.n_classes_)
 
         def half_widths(studentised):
