@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 
-from capshift.solver_bench import run
+from capshift.efficiency import run
 
 
 def main():

@@ -258,18 +258,18 @@ add("quacc.paper_grid('nope')", lambda: quacc.paper_grid("nope"), Err("quantifie
 add("quacc.gaussian_split(n_classes=1)", lambda: quacc.gaussian_split(n_classes=1), Err("n_classes"))
 add("quacc.gaussian_split(n_val=0)", lambda: quacc.gaussian_split(n_val=0), Err("n_val"))
 add("quacc.gaussian_split(separation=-1)", lambda: quacc.gaussian_split(separation=-1.0), Err("separation"))
-add("quacc.configuration_study(split=array)",
-    lambda: quacc.configuration_study(np.ones((3, 3)), {"Naive": "Naive"}), Err("split"))
-add("quacc.configuration_study({})",
-    lambda: quacc.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {}), Err("configurations"))
-add("quacc.configuration_study(config 3)",
-    lambda: quacc.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {"x": 3}),
+add("experiment.configuration_study(split=array)",
+    lambda: experiment.configuration_study(np.ones((3, 3)), {"Naive": "Naive"}), Err("split"))
+add("experiment.configuration_study({})",
+    lambda: experiment.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {}), Err("configurations"))
+add("experiment.configuration_study(config 3)",
+    lambda: experiment.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {"x": 3}),
     Err("configurations"))
-add("quacc.configuration_study(unknown name)",
-    lambda: quacc.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {"x": "NoSuchMethod"},
+add("experiment.configuration_study(unknown name)",
+    lambda: experiment.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {"x": "NoSuchMethod"},
                                       n_samples=2, sample_size=20), Err("NoSuchMethod|unknown"))
-add("quacc.configuration_study(sample_size=0)",
-    lambda: quacc.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {"Naive": "Naive"},
+add("experiment.configuration_study(sample_size=0)",
+    lambda: experiment.configuration_study(quacc.gaussian_split(n_train=60, n_val=60, n_test=60), {"Naive": "Naive"},
                                       sample_size=0), Err("sample_size"))
 
 

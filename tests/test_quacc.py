@@ -292,7 +292,8 @@ def test_gaussian_split_shapes_prevalence_and_means():
 
 def test_configuration_study_agrees_with_a_direct_computation():
     from capshift.protocols import upp_indices
-    from capshift.quacc import configuration_study, gaussian_split
+    from capshift.experiment import configuration_study
+    from capshift.quacc import gaussian_split
 
     split = gaussian_split(n_train=400, n_val=400, n_test=600, seed=1)
     confs = {"Naive": "Naive", "nxn CC": lambda h: QuAccNxN(h, "cc"),

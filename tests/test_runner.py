@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from capshift import experiment, grid
+from capshift import cli, experiment, grid
 from capshift.experiment import run_experiment
 
 GRID = dict(datasets=["haberman", "cmc.1"], classifiers=["lr", "knn"], methods=["Naive", "LEAP_ACC", "S-LEAP_CC"])
@@ -31,10 +31,10 @@ class Interrupted(Exception):
 
 
 class Counter:
-    """Wraps grid._method_frame: counts computed cells, and raises after ``fail_after`` of them."""
+    """Wraps grid.method_frame: counts computed cells, and raises after ``fail_after`` of them."""
 
     def __init__(self, fail_after=None):
-        self.calls, self.fail_after, self.real = [], fail_after, experiment._method_frame
+        self.calls, self.fail_after, self.real = [], fail_after, experiment.method_frame
 
     def __call__(self, ctx, name, *args):
         if self.fail_after is not None and len(self.calls) == self.fail_after:
@@ -66,7 +66,7 @@ def test_interrupted_run_resumes_to_the_same_frame(reference, tmp_path, monkeypa
     _, full = reference
     k = 4
     broken = Counter(fail_after=k)
-    monkeypatch.setattr(grid, "_method_frame", broken)
+    monkeypatch.setattr(grid, "method_frame", broken)
     with pytest.raises(Interrupted):
         grid.run_grid(**GRID, results=tmp_path, **KW)
     assert len(cells(tmp_path)) == k  # every finished cell is on disk at once, nothing else
@@ -74,14 +74,14 @@ def test_interrupted_run_resumes_to_the_same_frame(reference, tmp_path, monkeypa
     kept = {p: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet")}
 
     again = Counter()
-    monkeypatch.setattr(grid, "_method_frame", again)
+    monkeypatch.setattr(grid, "method_frame", again)
     resumed = grid.run_grid(**GRID, results=tmp_path, **KW)
     assert len(again.calls) == N_CELLS - k and not set(again.calls) & set(broken.calls)  # only the missing cells
     assert {p: p.stat().st_mtime_ns for p in kept} == kept  # finished cells are not rewritten
     pd.testing.assert_frame_equal(numbers(resumed), numbers(full))
 
     third = Counter()
-    monkeypatch.setattr(grid, "_method_frame", third)
+    monkeypatch.setattr(grid, "method_frame", third)
     pd.testing.assert_frame_equal(grid.run_grid(**GRID, results=tmp_path, **KW), resumed)  # times too: all read
     assert third.calls == []
 
@@ -108,7 +108,7 @@ def test_changed_parameter_recomputes(reference, tmp_path, monkeypatch, change):
     else:
         kw.update(change)
     counter = Counter()
-    monkeypatch.setattr(grid, "_method_frame", counter)
+    monkeypatch.setattr(grid, "method_frame", counter)
     before = set(cells(tmp_path))
     df = grid.run_grid(**grid_args, results=tmp_path, **kw)
     changed = ["LEAP_ACC"] if change == "method_params" else grid_args["methods"]
@@ -138,7 +138,7 @@ def test_cell_files_carry_their_key_and_a_foreign_or_damaged_file_is_recomputed(
     damaged = next(p for p in files if "__LEAP_ACC__" in p.name)
     damaged.write_bytes(damaged.read_bytes()[:100])
     counter = Counter()
-    monkeypatch.setattr(grid, "_method_frame", counter)
+    monkeypatch.setattr(grid, "method_frame", counter)
     with pytest.warns(RuntimeWarning, match="unreadable"):
         grid.run_grid(["haberman"], ["lr"], GRID["methods"], tmp_path, **KW)
     assert sorted(c[2] for c in counter.calls) == ["LEAP_ACC", "Naive"]
@@ -174,7 +174,7 @@ def test_cells_are_written_atomically(tmp_path, monkeypatch):
     assert not [p for p in tmp_path.iterdir() if p.suffix != ".parquet"]  # the temporary file is removed
     monkeypatch.setattr(pq, "write_table", real_write)
     counter = Counter()
-    monkeypatch.setattr(grid, "_method_frame", counter)
+    monkeypatch.setattr(grid, "method_frame", counter)
     grid.run_grid(["cmc.1"], ["lr"], ["Naive", "LEAP_ACC"], tmp_path, **KW)
     assert [c[2] for c in counter.calls] == ["LEAP_ACC"]
 
@@ -253,7 +253,7 @@ def test_ray_backend_runs_or_says_it_is_missing(tmp_path):
 def test_cli_argument_errors(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exc:
-        grid.main(argv)
+        cli.main(argv)
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and err.strip().splitlines()[-1].count("error:") == 1

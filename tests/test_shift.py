@@ -9,7 +9,7 @@ import quapy as qp
 from quapy.method.aggregative import CC, PACC
 from sklearn.linear_model import LogisticRegression
 
-from capshift import datasets, experiment, shift
+from capshift import datasets, experiment, shift, shift_experiments
 
 
 @pytest.fixture(scope="module")
@@ -388,8 +388,8 @@ def test_samples_come_with_their_shift_parameters(synth):
 
 def test_model_selection_picks_from_the_grid(synth, monkeypatch):
     # a grid without the defaults (C=1, class_weight=None): the fitted model must come from the grid search
-    monkeypatch.setattr(experiment, "SHIFT_GRID", {"C": [0.001, 1000.0], "class_weight": ["balanced"]})
+    monkeypatch.setattr(shift_experiments, "SHIFT_GRID", {"C": [0.001, 1000.0], "class_weight": ["balanced"]})
     p = _pps(synth, train_prevalences=[0.5], repeats=1)
     for name, prefix in (("PACC", "classifier__"), ("SLD", "classifier__estimator__")):
-        params = experiment._fit_shift_quantifier(name, p.trial(0).train, 0, True, 50).get_params()
+        params = shift_experiments._fit_shift_quantifier(name, p.trial(0).train, 0, True, 50).get_params()
         assert params[prefix + "C"] in (0.001, 1000.0) and params[prefix + "class_weight"] == "balanced"

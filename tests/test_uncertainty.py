@@ -250,9 +250,9 @@ def test_evidence_interval_other_measures_is_seeded_and_brackets_the_plug_in():
     assert a == U.evidence_interval(V, [0.3, 0.7], 300, alpha=0.1, measure="f1", random_state=4)
     assert a[0] < a[2] < a[1]
     # the exact convolution (accuracy) and the Monte Carlo path (any other measure: here accuracy in disguise) agree
-    from capshift import tables
+    from capshift import conformal, tables
     exact = U.evidence_interval(V, [0.3, 0.7], 300, alpha=0.1)
-    mc = U._evidence(V, [0.3, 0.7], 300, 0.1, lambda C: tables.accuracy(C), 20000, 0)
+    mc = conformal._evidence(V, [0.3, 0.7], 300, 0.1, lambda C: tables.accuracy(C), 20000, 0)
     assert mc[0] == pytest.approx(exact[0], abs=0.01) and mc[1] == pytest.approx(exact[1], abs=0.01)
 
 

@@ -19,8 +19,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from ._validation import (ATOL, check_classifier, check_distribution, check_every_class, check_fitted, check_labels,
-                          check_seed, check_X, predict_codes)
+from ._validation import (ATOL, check_classifier, check_distribution, check_every_class, check_fitted, check_fraction,
+                          check_labels, check_seed, check_X, predict_codes)
+from .conformal import ConformalInterval
 from .tables import contingency_table, get_measure
 
 __all__ = ["CAPEstimator", "check_classifier", "check_sample", "check_posteriors"]
@@ -77,7 +78,7 @@ class CAPEstimator(BaseEstimator):
     #: ``tables_from_prevalences`` with the predicted fractions and quantifier estimates it computed once.
     shared_prevalence_path: bool = False
     #: How :meth:`predict_interval` calibrates (keyword arguments of
-    #: :class:`capshift.uncertainty.ConformalInterval`): Monte Carlo cross-conformal over ``n_splits`` random
+    #: :class:`capshift.conformal.ConformalInterval`): Monte Carlo cross-conformal over ``n_splits`` random
     #: halvings of V, ``n_cal`` calibration samples, studentised scores and the finite-evidence floor (chosen
     #: in the uncertainty chapter). Override per instance (``est.interval_params = {...}`` before the first
     #: ``predict_interval``).
@@ -236,12 +237,12 @@ class CAPEstimator(BaseEstimator):
         """A 1-α prediction interval ``(lower, upper)`` for the value of ``measure`` (default: the constructor's)
         of h on the sample ``X`` (m, d): :meth:`predict` ± a conformal quantile of the method's error.
 
-        The interval comes from :class:`capshift.uncertainty.ConformalInterval` with :attr:`interval_params`
+        The interval comes from :class:`capshift.conformal.ConformalInterval` with :attr:`interval_params`
         (Monte Carlo cross-conformal: the method refitted on random halves of V and evaluated on UPP samples,
         of the size of ``X``, drawn from the other halves; the larger of the half-widths from absolute
         residuals and from residuals divided by the sample's standard deviation under h's finite validation
         evidence (studentised, the quantile multiplied back by the test sample's); each side at least the
-        reach of :func:`capshift.uncertainty.evidence_interval`, so that a classifier errorless on V still
+        reach of :func:`capshift.conformal.evidence_interval`, so that a classifier errorless on V still
         gets an interval), calibrated on first use per sample size and measure and
         seeded by ``random_state`` (None: 0). The interval is clipped to [0, 1]. Beyond the LEAP paper,
         whose Sect. 5.10 bootstrap intervals under-cover (see the uncertainty chapter).
@@ -272,8 +273,6 @@ class CAPEstimator(BaseEstimator):
         return self._intervals(samples, measures, alpha, prev) if measures else {}
 
     def _intervals(self, samples, measures, alpha, prevalences) -> dict:
-        from .uncertainty import ConformalInterval  # uncertainty imports this module
-        from ._validation import check_fraction
         alpha = check_fraction(alpha, "alpha")
         for m in measures:
             self._check_measure(m)

@@ -11,7 +11,8 @@ Chapters are jupytext MyST-markdown notebooks listed in ``_toc.yml``. Each chapt
 3. jupyter-book (execution off) builds ``<out>/src`` into ``<out>/html``, nitpicky, with warnings as errors.
 
 Subcommands: ``build`` (every chapter), ``chapter NAME`` (re-execute one chapter, reuse the others), ``check``
-(validate parameters only), ``colab`` (the executed notebooks with an install cell, for the Colab button).
+(validate parameters only), ``colab`` (the executed notebooks with an install cell, for the Colab button); the same
+subcommands are those of the ``capshift`` console script (:mod:`capshift.cli`).
 Unknown parameter names are reported before anything is executed.
 
 The site's repository, issues, edit, Binder and Colab buttons are on only when the environment variable
@@ -577,9 +578,9 @@ def run(toc: Path, out: Path, profile_name: str, only: list[str] | None, cli: di
 
 
 # --------------------------------------------------------------------------------------------------------------- CLI
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m capshift.book", description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
+def add_commands(sub) -> None:
+    """Add the book's subcommands (build, chapter, check, colab) to an argparse ``add_subparsers()`` object: this
+    module's own command line and the ``capshift`` console script (:mod:`capshift.cli`) share them."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--profile", default="default",
                         help="'default' (the chapters' own defaults), a name in book/params/ (e.g. 'ci'), or a .yml path")
@@ -598,8 +599,11 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--src", type=Path, default=None, help="executed notebooks (default <root>/_build/src)")
     g.add_argument("--out", type=Path, required=True, help="folder for the Colab notebooks (book/<chapter>.ipynb)")
     g.add_argument("--commit", default=None, help="commit to install capshift from (default: HEAD)")
-    args = ap.parse_args(argv)
 
+
+def run_command(args: argparse.Namespace) -> int:
+    """Carry out a subcommand of :func:`add_commands` (``args.cmd``); returns the exit status (2: a BookError,
+    printed in one line)."""
     toc = args.toc or default_toc()
     out = args.out or toc.resolve().parent / "_build"
     try:
@@ -625,6 +629,13 @@ def main(argv: list[str] | None = None) -> int:
     except BookError as exc:
         print(f"[capshift.book] error: {exc}", file=sys.stderr)
         return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m capshift.book build|chapter|check|colab ...`` (the same as ``capshift build|...``)."""
+    ap = argparse.ArgumentParser(prog="python -m capshift.book", description=__doc__.split("\n")[0])
+    add_commands(ap.add_subparsers(dest="cmd", required=True))
+    return run_command(ap.parse_args(argv))
 
 
 if __name__ == "__main__":

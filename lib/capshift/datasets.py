@@ -41,6 +41,9 @@ import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from ._validation import check_seed
+from .shift import binarise
+
 __all__ = ["DatasetInfo", "REGISTRY", "TEXT_DATASETS", "DatasetUnavailableError", "names", "load_raw",
            "ShiftDatasetInfo", "SHIFT_DATASETS", "ShiftData", "load_shift", "MARKETING_ATTRIBUTES",
            "load_pools", "rcv1_parent", "rcv1_children", "Split", "load", "MIN_CLASS_SUPPORT", "MAX_TRAIN",
@@ -526,8 +529,6 @@ def load(name: str, seed: int = 0, source: str = "auto", cache_dir=None) -> Spli
     Returns a :class:`Split`. Raises TypeError if seed is not an int, ValueError if it is outside 0..2**32-1,
     plus the errors of :func:`load_raw` (UCI datasets) or :func:`load_pools` (text datasets).
     """
-    from ._validation import check_seed  # local: keeps this module's imports untouched
-
     seed = check_seed(seed, "seed")
     key, info = _info(name)
     if info.paper == "quacc":
@@ -651,7 +652,6 @@ class ShiftData:
     def binary(self, cut_point: float | None = None):
         """``(X, y, groups)`` of the items kept by :func:`capshift.shift.binarise` at ``cut_point`` (default:
         the dataset's), y int64 0/1."""
-        from .shift import binarise
         keep, y = binarise(self.levels, self.cut_point if cut_point is None else cut_point)
         return self.X[keep], y, self.groups[keep]
 

@@ -15,6 +15,13 @@ the baselines and the QuAcc variants. Methods whose class declares ``shared_prev
 get ``(gamma, q-hat)`` through ``tables_from_prevalences``; the others are evaluated through
 ``predict_measures`` with h's posteriors on each sample, sliced from one ``predict_proba`` of U;
 a method asked for a measure it does not support (``supports``) gets no rows for that measure.
+
+This module is the layer of *one run* (:mod:`capshift.grid` runs many, on disk): :func:`run_experiment`,
+:func:`run_tables`, :func:`run_many`, :func:`summarise`; the QuAcc paper's protocol (:func:`run_quacc_protocol`)
+and the QuAcc chapter's one-factor study (:func:`configuration_study`); and the public steps that the grid reuses
+(:func:`check_run_args`, :func:`prepare` -> :class:`RunContext`, :func:`method_frame`). The classifiers h are
+:mod:`capshift.classifiers`, the dataset-shift experiments :mod:`capshift.shift_experiments`, the Wilcoxon marks
+:mod:`capshift.significance`; their names stay importable from here.
 """
 from __future__ import annotations
 
@@ -25,43 +32,29 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.neighbors import KNeighborsClassifier
-from sklearn.neural_network import MLPClassifier
-from sklearn.svm import SVC
-from sklearn.ensemble import RandomForestClassifier
 from tqdm import tqdm
 
 from . import datasets, protocols, registry
 from ._validation import check_fraction, check_int, check_seed
+from .classifiers import CLASSIFIERS, make_classifier
 from .leap import DEFAULT_SOLVER, SOLVERS
 from .quantifiers import QUANTIFIERS, Quantifier
 from .tables import contingency_table, get_measure
+# Kept importable from here (their homes are the modules named): the chapters and users' scripts of earlier
+# versions import them as capshift.experiment.<name>.
+from .shift_experiments import (SHIFT_CAP_METHODS, SHIFT_GRID, SHIFT_QUANTIFIERS, make_shift_quantifier,
+                                run_shift_cap, run_shift_quantifiers)
+from .significance import significance, wilcoxon_marks
 
-__all__ = ["CLASSIFIERS", "DEFAULT_METHODS", "quacc_train_prevalences", "run_quacc_protocol", "make_classifier",
-           "make_method", "run_experiment", "run_tables", "run_many", "summarise", "SHIFT_QUANTIFIERS",
-           "SHIFT_CAP_METHODS", "SHIFT_GRID", "make_shift_quantifier", "run_shift_quantifiers", "run_shift_cap",
-           "wilcoxon_marks", "significance"]
-
-#: Classifier names of the LEAP paper (Sect. 5.4): scikit-learn defaults, k = 10 for kNN, RBF SVM
-#: with Platt posteriors, MLP with hidden layers (100, 15) as the paper states.
-CLASSIFIERS = {
-    "lr": lambda seed: LogisticRegression(random_state=seed),
-    "knn": lambda seed: KNeighborsClassifier(n_neighbors=10),
-    "svm": lambda seed: SVC(kernel="rbf", probability=True, random_state=seed),
-    "mlp": lambda seed: MLPClassifier(hidden_layer_sizes=(100, 15), random_state=seed),
-    "rf": lambda seed: RandomForestClassifier(random_state=seed),
-}
+__all__ = ["DEFAULT_METHODS", "RESULT_COLUMNS", "RunContext", "check_run_args", "prepare", "method_frame",
+           "make_method", "run_experiment", "run_tables", "run_many", "summarise", "quacc_train_prevalences",
+           "run_quacc_protocol", "configuration_study",
+           # re-exported (see the imports above)
+           "CLASSIFIERS", "make_classifier", "SHIFT_QUANTIFIERS", "SHIFT_CAP_METHODS", "SHIFT_GRID",
+           "make_shift_quantifier", "run_shift_quantifiers", "run_shift_cap", "significance", "wilcoxon_marks"]
 
 #: The LEAP-family columns of the paper's Tables 1-2 (plus the Naive baseline).
 DEFAULT_METHODS = ("Naive", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy")
-
-def make_classifier(name: str, random_state=0):
-    """An unfitted classifier by the paper's name (:data:`CLASSIFIERS`); ValueError for unknown names."""
-    if name not in CLASSIFIERS:
-        raise ValueError(f"unknown classifier {name!r}; choose one of {sorted(CLASSIFIERS)}")
-    return CLASSIFIERS[name](random_state)
-
 
 def make_method(name: str, classifier, quantifier=None, solver=DEFAULT_SOLVER, random_state=0, **params):
     """An unfitted CAP estimator for a registered method name (:func:`capshift.registry.make_method`).
@@ -79,8 +72,12 @@ def make_method(name: str, classifier, quantifier=None, solver=DEFAULT_SOLVER, r
     return spec.make(classifier, random_state=random_state, **params)
 
 
-def _check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver):
-    """Validate run_experiment's arguments up front, with messages naming them; returns the method specs."""
+def check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver):
+    """Validate :func:`run_experiment`'s arguments up front (also used by :func:`capshift.grid.run_grid`).
+
+    Returns ``(specs, measures)``: a list of ``(name, capshift.registry.MethodSpec)`` and the list of measure
+    names. Raises ValueError / TypeError naming the argument (unknown classifier, method, measure, protocol or
+    solver; empty ``methods``; non-positive sizes; a bad seed), before any work."""
     if classifier not in CLASSIFIERS:
         raise ValueError(f"unknown classifier {classifier!r}; choose one of {sorted(CLASSIFIERS)}")
     if isinstance(methods, str) or not hasattr(methods, "__iter__"):
@@ -138,9 +135,9 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
         of the method's quantifier on the sample, mean over classes of |q-hat_i - q_i|, as the paper's
         Fig. 1b; NaN for methods without a quantifier on the shared path, 0 for the oracle).
     """
-    specs, measures = _check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver)
-    ctx = _prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
-    frames = [_method_frame(ctx, name, spec, measures, solver)
+    specs, measures = check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver)
+    ctx = prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
+    frames = [method_frame(ctx, name, spec, measures, solver)
               for name, spec in tqdm(specs, desc=f"{ctx.split.name}: methods", disable=not progress, leave=False)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
 
@@ -156,14 +153,23 @@ def _shared_quantifier(spec):
     return q if spec.cls.shared_prevalence_path and isinstance(q, str) and q in QUANTIFIERS else None
 
 
-class _Context:
-    """What every method of one (dataset, classifier, seed) shares: the split, h fitted on L, the protocol's
-    samples, the true tables, h's predictions and posteriors on U, and the shared quantifiers' estimates."""
+class RunContext:
+    """What every method of one (dataset, classifier, seed) shares (made by :func:`prepare`).
+
+    Attributes: ``split`` (:class:`capshift.datasets.Split`), ``classifier`` (name), ``seed``, ``h`` (fitted on
+    L), ``idx`` (k index arrays into U), ``k``, ``true_tables`` (float (k, n, n), rows true class, each sums to
+    1), ``true_prev`` and ``gamma`` (float (k, n): true and predicted class fractions), ``shift`` (float (k,),
+    L1 distance to V's prevalence), ``quantifiers`` / ``q_hat`` / ``q_secs`` (per shared quantifier name: the
+    fitted quantifier, its (k, n) estimates and per-sample seconds), ``post_U`` (h's posteriors on U or None)."""
 
 
-def _prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed, progress=False) -> _Context:
-    """Everything :func:`_method_frame` needs that does not depend on the method (computed once per
-    (dataset, classifier, seed)); the quantifiers fitted are those the ``specs`` share."""
+def prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed, progress=False) -> RunContext:
+    """Everything :func:`method_frame` needs that does not depend on the method (computed once per
+    (dataset, classifier, seed); :func:`capshift.grid.run_grid` calls it once per pair).
+
+    Arguments as :func:`run_experiment` (validate them with :func:`check_run_args` first); ``specs``: the
+    :class:`capshift.registry.MethodSpec` of the methods to run, whose shared quantifiers are fitted here.
+    Returns a :class:`RunContext`. Raises ValueError if ``sample_size`` is smaller than the number of classes."""
     split = datasets.load(dataset, seed=seed) if isinstance(dataset, str) else dataset
     n = split.n_classes
     if sample_size < n:
@@ -198,7 +204,7 @@ def _prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed,
             secs[s] = time.perf_counter() - t0
         quantifiers[qname], q_hat[qname], q_secs[qname] = quant, est, secs
 
-    ctx = _Context()
+    ctx = RunContext()
     ctx.__dict__.update(split=split, classifier=classifier, seed=seed, h=h, idx=idx, k=k, true_tables=true_tables,
                         true_prev=true_prev, gamma=gamma, shift=shift, quantifiers=quantifiers, q_hat=q_hat,
                         q_secs=q_secs,
@@ -206,7 +212,7 @@ def _prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed,
     return ctx
 
 
-def _fit_method(ctx: _Context, name, spec, solver):
+def _fit_method(ctx: RunContext, name, spec, solver):
     """One method on a prepared (dataset, classifier, seed), fitted on V (sharing the prepared quantifier)."""
     qname = _shared_quantifier(spec)
     est = make_method(name, ctx.h, quantifier=ctx.quantifiers.get(qname), solver=solver, random_state=ctx.seed)
@@ -216,8 +222,12 @@ def _fit_method(ctx: _Context, name, spec, solver):
     return est, qname
 
 
-def _method_frame(ctx: _Context, name, spec, measures, solver) -> pd.DataFrame:
-    """The tidy rows of one method on a prepared (dataset, classifier, seed): fit on V, predict every sample."""
+def method_frame(ctx: RunContext, name, spec, measures, solver) -> pd.DataFrame:
+    """The tidy rows of one method on a prepared (dataset, classifier, seed): fit on V, predict every sample.
+
+    ``ctx`` from :func:`prepare`; ``name`` and ``spec`` a registered method; ``measures`` a list of measure names;
+    ``solver`` the LEAP solver. Returns a DataFrame with :data:`RESULT_COLUMNS` (one row per sample and supported
+    measure), as :func:`run_experiment` does for every method; the estimator's own errors propagate."""
     split, idx, k = ctx.split, ctx.idx, ctx.k
     est, qname = _fit_method(ctx, name, spec, solver)
     if spec.cls.shared_prevalence_path:  # the shared (gamma, q-hat) path
@@ -270,13 +280,13 @@ def run_tables(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, protoco
         As :func:`run_experiment` for bad arguments; TypeError naming a method that estimates measures
         directly instead of tables (``estimates_tables = False``, e.g. ATC, DoC).
     """
-    specs, _ = _check_run_args(classifier, methods, protocol, n_samples, sample_size, ("accuracy",), seed, solver)
+    specs, _ = check_run_args(classifier, methods, protocol, n_samples, sample_size, ("accuracy",), seed, solver)
     for name, spec in specs:
         if not spec.cls.estimates_tables:
             raise TypeError(f"methods: {name!r} estimates measures directly, not contingency tables; run_tables "
                             "needs table methods (e.g. Naive, the LEAP family, CBPE, QuAcc); use run_experiment "
                             f"for {name!r}")
-    ctx = _prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
+    ctx = prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
     estimated = {}
     for name, spec in specs:
         est, qname = _fit_method(ctx, name, spec, solver)
@@ -371,7 +381,7 @@ def run_quacc_protocol(dataset, classifier: str = "lr", methods=("Naive", "LEAP_
         check_fraction(train_size, "train_size", 0.0, 1.0, closed="right")
     check_int(test_repeats, "test_repeats")
     check_int(n_test_upp, "n_test_upp")
-    _check_run_args(classifier, methods, "upp", 1, sample_size, measures, seed, solver)
+    check_run_args(classifier, methods, "upp", 1, sample_size, measures, seed, solver)
     split = datasets.load(dataset, seed=seed) if isinstance(dataset, str) else dataset
     n = split.n_classes
     prevs = quacc_train_prevalences(n, n_train, seed)
@@ -396,277 +406,71 @@ def run_quacc_protocol(dataset, classifier: str = "lr", methods=("Naive", "LEAP_
     return pd.concat(frames, ignore_index=True)
 
 
-
-# ---------------------------------------------------------------------------------------------------------
-# Dataset-shift experiments (protocols of capshift.shift; González, Moreo & Sebastiani, DMKD 2024, Sect. 5)
-# ---------------------------------------------------------------------------------------------------------
-#: The dataset-shift paper's six quantifiers (its Sect. 3.3), all on logistic regression (Sect. 5.2).
-SHIFT_QUANTIFIERS = ("CC", "ACC", "PCC", "PACC", "DyS", "SLD")
-#: CAP methods run under every shift by :func:`run_shift_cap` by default (beyond the paper).
-SHIFT_CAP_METHODS = ("Naive", "ATC", "DoC", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy", "QuAccnxn_SLD")
-#: The paper's model-selection grid (Sect. 5.2; its text prints C in {0.1, 1, 10, 100, 100}, the authors' code
-#: explores 0.01 ... 1000): inverse regularisation C and class weighting.
-SHIFT_GRID = {"C": [0.01, 0.1, 1, 10, 100, 1000], "class_weight": ["balanced", None]}
-
-
-def make_shift_quantifier(name: str, random_state: int = 0):
-    """An unfitted QuaPy quantifier of the dataset-shift paper, on ``LogisticRegression(max_iter=1000)``.
-
-    CC, PCC; ACC and PACC with tpr/fpr estimated by 5-fold cross-validation; DyS with 10 bins and the
-    Topsøe divergence (Maletzke et al. 2019's best setting, the paper's choice); SLD (QuaPy's ``EMQ``) on
-    the classifier calibrated by Platt scaling (``CalibratedClassifierCV(method="sigmoid")``, Sect. 5.2:
-    calibration only for SLD). Raises ValueError for other names.
-    """
-    from quapy.method.aggregative import ACC, CC, EMQ, PACC, PCC, DyS
-    from sklearn.calibration import CalibratedClassifierCV
-    lr = LogisticRegression(max_iter=1000, random_state=random_state)
-    makers = {"CC": lambda: CC(lr), "ACC": lambda: ACC(lr, val_split=5), "PCC": lambda: PCC(lr),
-              "PACC": lambda: PACC(lr, val_split=5), "DyS": lambda: DyS(lr, val_split=5, n_bins=10, divergence="topsoe"),
-              "SLD": lambda: EMQ(CalibratedClassifierCV(lr, method="sigmoid", cv=5))}
-    if name not in makers:
-        raise ValueError(f"unknown quantifier {name!r}; choose one of {list(makers)}")
-    return makers[name]()
-
-
-def _fit_shift_quantifier(name, train, seed, model_selection, sample_size):
-    """Fit on the training sample; with ``model_selection``, QuaPy's GridSearchQ over :data:`SHIFT_GRID` on a
-    stratified 40% held-out part, by MAE over APP samples (the paper's Sect. 5.2), then refit on all of it."""
-    q = make_shift_quantifier(name, seed)
-    if not model_selection:
-        return q.fit(*train.Xy)
-    import quapy as qp
-    from quapy.protocol import APP
-    prefix = "classifier__estimator__" if name == "SLD" else "classifier__"
-    grid = {prefix + k: v for k, v in SHIFT_GRID.items()}
-    tr, va = train.split_stratified(train_prop=0.6, random_state=seed)
-    protocol = APP(va, sample_size=min(sample_size, len(va)), n_prevalences=11, repeats=5, random_state=seed)
-    return qp.model_selection.GridSearchQ(q, grid, protocol, error="mae", refit=True).fit(*tr.Xy).best_model()
-
-
-def _shift_rows(trial, blocks) -> pd.DataFrame:
-    """Stack ``{name: (dict of per-sample arrays)}`` blocks under the trial's parameter rows."""
-    frames = []
-    for name, cols in blocks.items():
-        df = trial.test.parameters.copy()
-        df.insert(0, "method", name)
-        for k, v in cols.items():
-            df[k] = v
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True)
-
-
-def _quantify_trial(protocol, t, quantifiers, model_selection):
-    trial = protocol.trial(t)
-    pool = trial.test.data.instances
-    true = np.array([trial.test.labels(k).mean() for k in range(trial.test.total())])
-    blocks = {}
-    for name in quantifiers:
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            q = _fit_shift_quantifier(name, trial.train, protocol.random_state, model_selection, protocol.test_size)
-            fit_s = time.perf_counter() - t0
-            pre = q.classify(pool)  # the whole test pool once; each sample aggregates its slice
-            est = np.array([q.aggregate(pre[idx])[1] for idx in trial.test.indices])
-        blocks[name] = {"true": true, "estimate": est, "ae": np.abs(est - true), "fit_seconds": fit_s}
-    return _shift_rows(trial, blocks)
-
-
-def run_shift_quantifiers(protocol, quantifiers=SHIFT_QUANTIFIERS, model_selection: bool = False, n_jobs: int = 1,
-                          progress: bool = False) -> pd.DataFrame:
-    """The dataset-shift paper's experiment: quantifiers trained on each trial's training sample, evaluated on
-    its test samples (Algorithms 1-4; MAE by degree of shift is Tables 4-7 and Figures 6-12).
-
-    ``protocol``: a binary family of :mod:`capshift.shift`. ``quantifiers``: names of
-    :data:`SHIFT_QUANTIFIERS`. ``model_selection``: the paper's quantification-oriented grid search (slow;
-    off by default). ``n_jobs``: trials in parallel (joblib). Returns a tidy DataFrame, one row per
-    (quantifier, test sample): ``method``, the sample's ``parameters`` (trial, repeat, training and test
-    conditions, ``degree``, ``size``, ...), ``true`` (the sample's positive prevalence), ``estimate``,
-    ``ae`` and ``fit_seconds``. Raises ValueError for a multiclass protocol or an unknown quantifier.
-    """
-    if getattr(protocol, "n_classes_", 2) != 2:
-        raise ValueError("run_shift_quantifiers runs the paper's binary quantifiers: pass a binary protocol")
-    if isinstance(quantifiers, str):
-        quantifiers = (quantifiers,)
-    for name in quantifiers:
-        make_shift_quantifier(name)  # unknown names fail before any work
-    trials = tqdm(range(protocol.n_trials), desc=type(protocol).__name__, disable=not progress)
-    frames = Parallel(n_jobs=n_jobs)(delayed(_quantify_trial)(protocol, t, tuple(quantifiers), model_selection)
-                                     for t in trials)
-    return pd.concat(frames, ignore_index=True)
-
-
-def _cap_trial(protocol, t, methods, classifier, measure, val_prop):
-    from .quantifiers import Quantifier
-    from sklearn.model_selection import train_test_split
-    seed = protocol.random_state
-    trial = protocol.trial(t)
-    X, y = trial.train.Xy
-    tr, va = train_test_split(np.arange(len(y)), test_size=val_prop, stratify=y, random_state=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        h = make_classifier(classifier, seed).fit(X[tr], y[tr])
-    pool = trial.test.data.instances
-    pred, post = h.predict(pool), h.predict_proba(pool)
-    f = get_measure(measure)
-    true = np.array([float(f(contingency_table(trial.test.labels(k), pred[idx], 2)))
-                     for k, idx in enumerate(trial.test.indices)])
-    samples = [pool[idx] for idx in trial.test.indices]
-    posts = [post[idx] for idx in trial.test.indices]
-    shared = None
-    blocks = {}
-    for name in methods:
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            spec = registry.get(name)
-            if not spec.make(h).supports(measure):  # declared by the class: skip before any fitting
-                continue
-            if spec.family == "leap" and spec.params.get("quantifier") == "kdey":
-                if shared is None:  # one KDEy fit shared by the LEAP family (as the main runner does)
-                    shared = Quantifier("kdey", h, random_state=seed).fit(X[va], y[va], 2)
-                est = make_method(name, h, quantifier=shared, random_state=seed)
-            else:
-                est = make_method(name, h, random_state=seed)
-            est.fit(X[va], y[va])
-            predicted = np.asarray(est.predict_batch(samples, measure, posteriors=posts), dtype=float)
-        blocks[name] = {"true": true, "predicted": predicted, "ae": np.abs(predicted - true),
-                        "seconds": (time.perf_counter() - t0) / len(samples)}
-    return _shift_rows(trial, blocks)
-
-
-def run_shift_cap(protocol, methods=SHIFT_CAP_METHODS, classifier: str = "lr", measure: str = "accuracy",
-                  val_prop: float = 0.5, n_jobs: int = 1, progress: bool = False) -> pd.DataFrame:
-    """CAP methods under a dataset-shift protocol (beyond the dataset-shift paper, which studies quantifiers).
-
-    For each trial the training sample is split, stratified, into a part that trains the classifier h
-    (``classifier``, by the LEAP paper's names) and a validation set V (``val_prop`` of it) on which every
-    CAP method is fitted; each method then predicts ``measure`` of h on every test sample, whose true value
-    uses the test labels (under the test concept for :class:`capshift.shift.ConceptShift`). Seeds come from
-    ``protocol.random_state``. Returns a tidy DataFrame, one row per (method, test sample): ``method``, the
-    sample's ``parameters``, ``true``, ``predicted``, ``ae`` and ``seconds`` (fit and prediction per sample).
-    Methods that do not estimate ``measure`` are left out.
-    """
-    if getattr(protocol, "n_classes_", 2) != 2:
-        raise ValueError("run_shift_cap expects a binary protocol")
-    check_fraction(val_prop, "val_prop")
-    if isinstance(methods, str):
-        methods = (methods,)
-    make_classifier(classifier)
-    get_measure(measure)
-    for name in methods:
-        registry.get(name)  # unknown names fail before any work
-    trials = tqdm(range(protocol.n_trials), desc=type(protocol).__name__, disable=not progress)
-    frames = Parallel(n_jobs=n_jobs)(delayed(_cap_trial)(protocol, t, tuple(methods), classifier, measure, val_prop)
-                                     for t in trials)
-    return pd.concat(frames, ignore_index=True)
-
-
-def significance(results: pd.DataFrame, by="dataset", pair=("sample",), method: str = "method",
-                 value: str = "ae") -> pd.DataFrame:
-    """The best method per group and a paired Wilcoxon signed-rank test of every other method against it.
-
-    In each group of ``by`` (e.g. a dataset of one table) the methods with the lowest mean of ``value`` are
-    the best (several when their means tie, to 1e-12); every other method is compared with the first best
-    by ``scipy.stats.wilcoxon`` on the values paired by ``pair`` (the same test samples), p = 1 when the
-    paired differences are all zero (to ``numpy.allclose``). A method with no rows in a group is absent from that group (a missing
-    table cell); a method with some but not all of the group's keys raises, since the values would not be
-    paired. Used by :func:`wilcoxon_marks` (the dataset-shift paper's bands) and by the experiments chapter
-    (the LEAP paper's Tables 1-13: bold best, dagger for p >= 0.01, its Sect. 5.3).
+# ---- one factor at a time (the QuAcc chapter's configuration study) ----
+def configuration_study(split, configurations: dict, n_samples: int = 12, sample_size: int = 1000,
+                        classifier: str = "lr", measure: str = "accuracy", seed: int = 0):
+    """Predict ``measure`` on the same UPP test samples with several CAP configurations (for studies that vary
+    one factor of QuAcc at a time; book chapter ``quacc``).
 
     Parameters
     ----------
-    results : DataFrame with the columns ``by``, ``pair``, ``method`` and ``value``.
-    by : str or list of str, or None for one group of all rows.
-    pair : tuple of str
-        Columns identifying a paired observation within a group (e.g. ``("sample",)``).
+    split : capshift.datasets.Split
+        h (``classifier``, seeded with ``seed``) is trained on L, every configuration is fitted on V, and
+        ``n_samples`` UPP samples of ``sample_size`` items are drawn from U (:func:`capshift.protocols.upp_indices`).
+    configurations : dict
+        Display name -> a registered method name (str, e.g. ``"O-LEAP_KDEy"``; :mod:`capshift.registry`) or a
+        callable ``f(h)`` returning an unfitted CAP estimator (e.g. ``lambda h: QuAcc1xN2(h, "sld", C=0.01)``).
+    measure : str
+        Measure predicted (:data:`capshift.tables.MEASURES`); a configuration that cannot estimate it gets NaN.
 
     Returns
     -------
-    DataFrame with one row per (group, method present): the ``by`` columns, ``method``, ``mean`` (float),
-    ``n`` (int), ``best`` (bool), ``pvalue`` (float; NaN for the best). Groups and methods in order of
-    appearance.
+    pandas.DataFrame with one row per (configuration, sample): ``dataset, n_val, seed, configuration, sample,
+    true, predicted, ae, error`` (``error`` = predicted - true, signed; ``ae`` its absolute value).
 
     Raises
     ------
     ValueError
-        A missing column, or a method whose values in a group are not paired with the best's.
+        ``configurations`` is empty, or a name is not registered; bad sizes or seed.
+    TypeError
+        A configuration is neither a str nor a callable, or ``split`` is not a Split.
     """
-    from scipy.stats import wilcoxon
-    by = [] if by is None else [by] if isinstance(by, str) else list(by)
-    pair = [pair] if isinstance(pair, str) else list(pair)
-    need = set(by) | set(pair) | {method, value}
-    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
-        have = set(results.columns) if isinstance(results, pd.DataFrame) else set()
-        raise ValueError(f"results lack the columns {sorted(need - have)}: pass a tidy frame with columns "
-                         f"{sorted(need)}")
-    if results.duplicated(by + pair + [method]).any():
-        raise ValueError(f"results have several {value!r} values for one ({', '.join(by + pair + [method])}) key; "
-                         "select one measure/classifier before testing")
-    methods = list(dict.fromkeys(results[method]))
-    groups = results.groupby(by, sort=False) if by else [((), results)]
-    rows = []
-    for key, block in groups:
-        key = key if isinstance(key, tuple) else (key,)
-        wide = block.pivot(index=pair, columns=method, values=value)
-        present = [m for m in methods if m in wide.columns]
-        partial = [m for m in present if wide[m].isna().any()]
-        if partial:
-            raise ValueError(f"group {dict(zip(by, key))}: method(s) {partial} lack values for some of the "
-                             f"{len(wide)} ({', '.join(pair)}) keys the other methods have: the values are not paired")
-        means = wide[present].mean()
-        best = [m for m in present if means[m] - means.min() <= 1e-12]  # ties up to round-off of the sums
-        for m in present:
-            if m in best:
-                p = float("nan")
-            else:
-                d = wide[m] - wide[best[0]]
-                p = 1.0 if np.allclose(d, 0) else float(wilcoxon(wide[m], wide[best[0]]).pvalue)
-            rows.append((*key, m, float(means[m]), int(len(wide)), m in best, p))
-    return pd.DataFrame(rows, columns=by + [method, "mean", "n", "best", "pvalue"])
+    if not isinstance(split, datasets.Split):
+        raise TypeError(f"split must be a capshift.datasets.Split (e.g. gaussian_split()), got {type(split).__name__}")
+    if not isinstance(configurations, dict) or not configurations:
+        raise ValueError("configurations must be a non-empty dict: name -> method name or callable(h) -> estimator")
+    for name, conf in configurations.items():
+        if not (isinstance(conf, str) or callable(conf)):
+            raise TypeError(f"configurations[{name!r}] must be a registered method name or a callable f(h) "
+                            f"returning an unfitted estimator, got {type(conf).__name__}")
+    n_samples, sample_size = check_int(n_samples, "n_samples"), check_int(sample_size, "sample_size")
+    seed = check_seed(seed, "seed")
+    get_measure(measure)
+    n = split.n_classes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        h = make_classifier(classifier, seed).fit(split.X_L, split.y_L)
+    idx = protocols.upp_indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
+    pred_U, post_U = h.predict(split.X_U), h.predict_proba(split.X_U)
+    true = get_measure(measure)(np.stack([contingency_table(split.y_U[i], pred_U[i], n) for i in idx]))
+    samples, posts = [split.X_U[i] for i in idx], [post_U[i] for i in idx]
+    frames = []
+    for name, conf in configurations.items():
+        est = make_method(conf, h, random_state=seed) if isinstance(conf, str) else conf(h)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(split.X_V, split.y_V)
+            pred = est.predict_measures(samples, [measure], posteriors=posts).get(measure, np.full(len(idx), np.nan))
+        pred = np.asarray(pred, dtype=float)
+        frames.append(pd.DataFrame({"dataset": split.name, "n_val": len(split.y_V), "seed": seed,
+                                    "configuration": name, "sample": np.arange(len(idx)), "true": true,
+                                    "predicted": pred, "ae": np.abs(pred - true), "error": pred - true}))
+    return pd.concat(frames, ignore_index=True)
 
 
-def wilcoxon_marks(results: pd.DataFrame, by="degree", method: str = "method", value: str = "ae",
-                   pair=("trial", "sample_id"), decimals: int = 3) -> pd.DataFrame:
-    """Mean of ``value`` per group and method with the dataset-shift paper's significance marks (Sect. 5.2).
-
-    In each group of ``by`` the method with the lowest mean is the best (bold, ``**.014**``); every other
-    method is compared with it by a Wilcoxon signed-rank test on values paired by the columns ``by`` +
-    ``pair`` (:func:`significance`), and marked ``‡`` when p >= 0.05, ``†`` when 0.001 < p < 0.05, and
-    left unmarked when p <= 0.001. Returns a DataFrame of strings (rows: groups, columns: methods in
-    order of appearance; empty where a method has no values in a group). Raises ValueError for missing
-    columns or unpaired values.
-    """
-    by = [by] if isinstance(by, str) else list(by)
-    sig = significance(results, by, pair, method, value)
-    out = {}
-    for key, block in sig.groupby(by, sort=False):
-        row = {}
-        for m, mean, best, p in zip(block[method], block["mean"], block["best"], block["pvalue"]):
-            txt = f"{mean:.{decimals}f}".lstrip("0") if mean < 1 else f"{mean:.{decimals}f}"
-            row[m] = f"**{txt}**" if best else ("‡" if p >= 0.05 else "†" if p > 0.001 else "") + txt
-        out[key if len(by) > 1 else key[0] if isinstance(key, tuple) else key] = row
-    table = pd.DataFrame.from_dict(out, orient="index").reindex(columns=list(dict.fromkeys(results[method])))
-    table.index.name = by[0] if len(by) == 1 else None
-    return table.fillna("")
-
-
-# The resumable grid runner and its command line live in capshift.grid, which imports this module; they are
-# reachable here too (capshift.experiment.run_grid, load_results, main), loaded on first use.
-_GRID_NAMES = ("run_grid", "load_results", "main")
-__all__ += ["run_grid", "load_results"]
-
-
-def __getattr__(name):
-    if name in _GRID_NAMES:
-        from . import grid
-        return getattr(grid, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-if __name__ == "__main__":
+if __name__ == "__main__":  # `python -m capshift.experiment run|summary ...`: the alias of `capshift run|summary`
     import sys
 
-    from capshift.grid import main as _main
+    from capshift.cli import grid_main
 
-    sys.exit(_main())
+    sys.exit(grid_main(prog="python -m capshift.experiment"))

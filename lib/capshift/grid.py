@@ -16,24 +16,21 @@ the default), ``"dask"`` (a ``dask.distributed`` cluster: a Client, a scheduler 
 Client, or else a LocalCluster started for the run) or ``"ray"`` (when Ray is installed). The unit of
 work is a (dataset, classifier) pair with its missing methods. Every task runs with one BLAS thread
 (threadpoolctl), so the numbers are the same to the last bit whatever the backend and ``n_jobs`` (a
-multi-threaded BLAS in the main process moves LEAP's solutions by ~1e-10). The command line entry is ``python -m capshift.experiment run ...`` (:func:`main`).
+multi-threaded BLAS in the main process moves LEAP's solutions by ~1e-10). The command line is
+``capshift run|summary ...`` (:mod:`capshift.cli`; alias ``python -m capshift.experiment run|summary ...``).
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import hashlib
 import json
 import os
 import re
-import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed, parallel_config
 from threadpoolctl import threadpool_limits
@@ -42,11 +39,11 @@ from tqdm import tqdm
 from . import __version__, registry
 from . import datasets as _datasets
 from ._validation import check_int
-from .leap import DEFAULT_SOLVER, SOLVERS
-from .experiment import (CLASSIFIERS, DEFAULT_METHODS, RESULT_COLUMNS, _check_run_args, _method_frame,
-                         _prepare)
+from .leap import DEFAULT_SOLVER
+from .classifiers import CLASSIFIERS
+from .experiment import DEFAULT_METHODS, RESULT_COLUMNS, check_run_args, method_frame, prepare
 
-__all__ = ["BACKENDS", "KEY_FIELDS", "cell_key", "run_grid", "load_results", "main"]
+__all__ = ["BACKENDS", "KEY_FIELDS", "cell_key", "code_fingerprint", "run_grid", "load_results"]
 
 #: Parallel backends of :func:`run_grid`.
 BACKENDS = ("loky", "dask", "ray")
@@ -146,11 +143,11 @@ def _run_pair(dataset, classifier, cells, params, results_dir):
 
 def _run_pair_body(dataset, classifier, cells, params, results_dir):
     specs = [registry.get(m) for m, _, _ in cells]
-    ctx = _prepare(dataset, classifier, specs, params["protocol"], params["n_samples"], params["sample_size"],
+    ctx = prepare(dataset, classifier, specs, params["protocol"], params["n_samples"], params["sample_size"],
                    params["seed"])
     out = []
     for (method, key, fname), spec in zip(cells, specs):
-        frame = _method_frame(ctx, method, spec, params["measures"], params["solver"])
+        frame = method_frame(ctx, method, spec, params["measures"], params["solver"])
         frame = _to_frame(_to_table(frame, key))  # the dtypes a cell has when read back
         if results_dir is not None and os.path.isdir(results_dir):
             _write_cell(Path(results_dir) / fname, frame, key)
@@ -275,7 +272,7 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
     for c in classifiers:
         if c not in CLASSIFIERS:
             raise ValueError(f"unknown classifier {c!r} in classifiers; choose from {sorted(CLASSIFIERS)}")
-    _, measures = _check_run_args(classifiers[0], methods, protocol, n_samples, sample_size, measures, seed, solver)
+    _, measures = check_run_args(classifiers[0], methods, protocol, n_samples, sample_size, measures, seed, solver)
     methods = list(dict.fromkeys(registry.get(m).name for m in methods))
     n_jobs = check_int(n_jobs, "n_jobs", min_value=None)
     if n_jobs == 0:
@@ -375,79 +372,3 @@ def load_results(results, **where) -> pd.DataFrame:
         return pd.DataFrame(columns=RESULT_COLUMNS + extra)
     df = pd.concat(frames, ignore_index=True)
     return df.sort_values(["dataset", "classifier", "method"], kind="stable", ignore_index=True)
-
-
-# ---- command line ----
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m capshift.experiment",
-                                description="Run a resumable grid of CAP experiments (datasets x classifiers x "
-                                            "methods) into a results directory of parquet files.")
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="compute the missing cells of a grid",
-                       description="Compute the cells of the grid missing from --results; finished cells are "
-                                   "kept, so an interrupted run resumes where it stopped.")
-    r.add_argument("--datasets", nargs="+", required=True, metavar="NAME",
-                   help="dataset names, or 'binary' / 'multiclass' (the offline datasets of the LEAP paper)")
-    r.add_argument("--classifiers", nargs="+", default=["lr"], metavar="NAME",
-                   help=f"classifiers, from {', '.join(CLASSIFIERS)} (default: lr)")
-    r.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), metavar="NAME",
-                   help="CAP method names of capshift.registry (default: %(default)s)")
-    r.add_argument("--results", required=True, metavar="DIR", help="results directory (created if absent)")
-    r.add_argument("--protocol", default="upp", help="upp or app (default: upp)")
-    r.add_argument("--n-samples", type=int, default=1000, help="test samples per dataset (default: 1000)")
-    r.add_argument("--sample-size", type=int, default=100, help="items per test sample (default: 100)")
-    r.add_argument("--measures", nargs="+", default=["accuracy"], metavar="NAME",
-                   help="measures to predict (default: accuracy)")
-    r.add_argument("--seed", type=int, default=0, help="seed of split, classifier and protocol (default: 0)")
-    r.add_argument("--solver", default=DEFAULT_SOLVER,
-                   help=f"LEAP solver, one of {', '.join(SOLVERS)} (default: %(default)s)")
-    r.add_argument("--n-jobs", type=int, default=-1, help="workers for loky (default: -1, all cores)")
-    r.add_argument("--backend", default="loky", help="loky (default), dask or ray")
-    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="dask scheduler address (e.g. tcp://host:8786) or Ray address; with --backend dask and "
-                        "no address, a local cluster of --n-jobs workers is started")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.run_parser = r
-    s = sub.add_parser("summary", help="mean AE per dataset and method of a results directory")
-    s.add_argument("--results", required=True, metavar="DIR")
-    return p
-
-
-def _expand_datasets(names):
-    out = []
-    for n in names:
-        out += _datasets.names(task=n, offline=True) if n in ("binary", "multiclass") else [n]
-    return out
-
-
-def main(argv=None) -> int:
-    """``python -m capshift.experiment run|summary ...``; bad arguments exit with status 2 and a one-line error."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command == "summary":
-        try:
-            df = load_results(args.results)
-        except (ValueError, TypeError) as exc:
-            parser.error(str(exc))
-        if df.empty:
-            print(f"{args.results}: no results")
-            return 0
-        table = df.groupby(["classifier", "measure", "dataset", "method"], sort=False)["ae"].mean().unstack("method")
-        print(table.round(4).to_string())
-        return 0
-    try:
-        t0 = time.perf_counter()
-        df = run_grid(_expand_datasets(args.datasets), args.classifiers, args.methods, args.results,
-                      protocol=args.protocol, n_samples=args.n_samples, sample_size=args.sample_size,
-                      measures=args.measures, seed=args.seed, solver=args.solver, n_jobs=args.n_jobs,
-                      backend=args.backend, scheduler=args.scheduler, progress=not args.no_progress)
-    except (ValueError, TypeError) as exc:
-        parser.run_parser.error(str(exc))
-    except KeyboardInterrupt:
-        print(f"interrupted: the finished cells are in {args.results}; re-run the same command to resume",
-              file=sys.stderr)
-        return 130
-    cells = df.groupby(["dataset", "classifier", "method"]).ngroups
-    print(f"{cells} cells, {len(df)} rows in {args.results} ({time.perf_counter() - t0:.1f} s); "
-          f"mean AE by method:\n{df.groupby(['measure', 'method'])['ae'].mean().round(4).to_string()}")
-    return 0

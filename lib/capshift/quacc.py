@@ -6,8 +6,8 @@ class, over the n true classes) and :class:`QuAcc1xNp1` (n "correct" cells plus 
 the extra covariates of Sect. "Adding Covariates" (:func:`max_confidence`, :func:`negative_entropy`,
 :func:`max_inverse_softmax`, :func:`augment_features`); the relabelling :func:`cell_labels`; the model
 selection of Sect. "Configuring QuAcc" (:class:`QuAccGridSearch`, and :class:`QuAccSelected`, the
-model-selected QuAcc of the paper's tables); and a small study harness, :func:`gaussian_split` (a synthetic
-PPS problem) with :func:`configuration_study` (QuAcc configurations and baselines on the same samples). The
+model-selected QuAcc of the paper's tables); and :func:`gaussian_split`, a synthetic PPS problem for the
+chapter's configuration study (:func:`capshift.experiment.configuration_study`). The
 runner names (``QuAcc<variant>_<quantifier>``,
 ``QuAcc(<quantifier>)``) are registered in :mod:`capshift.registry`.
 
@@ -39,6 +39,7 @@ from sklearn.model_selection import ParameterGrid, train_test_split
 
 from ._validation import check_fraction, check_int, check_seed, check_X
 from .base import CAPEstimator, check_posteriors
+from .datasets import Split
 from .protocols import upp_indices  # sampling of the grid search's scoring samples (QuaPy's UPP)
 from .baselines import max_confidence, negative_entropy  # shared with ATC
 from .quantifiers import resolve_quantifier
@@ -46,8 +47,7 @@ from .tables import contingency_table, get_measure
 
 __all__ = ["COVARIATES", "QUANTIFIERS", "max_confidence", "negative_entropy", "max_inverse_softmax",
            "augment_features", "cell_labels", "QuAcc1xN2", "QuAccNxN", "QuAcc1xNp1", "QuAccGridSearch",
-           "QuAccSelected", "SMALL_GRID", "PAPER_GRID", "paper_grid", "VARIANTS", "gaussian_split",
-           "configuration_study"]
+           "QuAccSelected", "SMALL_GRID", "PAPER_GRID", "paper_grid", "VARIANTS", "gaussian_split"]
 
 #: Names of the extra covariates (paper, Sect. "Adding Covariates").
 COVARIATES = ("mc", "ne", "mis")
@@ -588,7 +588,7 @@ class QuAccSelected(QuAccGridSearch):
         return grid
 
 
-# ----------------------------------------------------------------------------------------------- configuration study
+# ----------------------------------------------------------------------------------------------- a synthetic PPS problem
 def gaussian_split(n_classes: int = 3, n_train: int = 2000, n_val: int = 2000, n_test: int = 6000, dim: int = 2,
                    separation: float = 1.2, seed: int = 0):
     """A synthetic PPS problem: ``n_classes`` Gaussian blobs, as a :class:`capshift.datasets.Split`.
@@ -601,8 +601,6 @@ def gaussian_split(n_classes: int = 3, n_train: int = 2000, n_val: int = 2000, n
     QuAcc's configuration (book ``quacc.md``). Returns a Split with dense float64 X and int64 y.
     Raises ValueError for ``n_classes`` < 2, non-positive sizes or ``dim``, or a ``separation`` <= 0.
     """
-    from .datasets import Split  # local: datasets is heavier and only needed here
-
     n = check_int(n_classes, "n_classes", min_value=2)
     sizes = [check_int(v, name) for v, name in ((n_train, "n_train"), (n_val, "n_val"), (n_test, "n_test"))]
     dim = check_int(dim, "dim")
@@ -614,69 +612,3 @@ def gaussian_split(n_classes: int = 3, n_train: int = 2000, n_val: int = 2000, n
         y = rng.integers(0, n, m)
         parts += [centres[y] + rng.standard_normal((m, dim)), y.astype(np.int64)]
     return Split(f"gauss{n}", *parts, np.arange(n), n)
-
-
-def configuration_study(split, configurations: dict, n_samples: int = 12, sample_size: int = 1000,
-                        classifier: str = "lr", measure: str = "accuracy", seed: int = 0):
-    """Predict ``measure`` on the same UPP test samples with several CAP configurations (for studies that vary
-    one factor of QuAcc at a time; book chapter ``quacc``).
-
-    Parameters
-    ----------
-    split : capshift.datasets.Split
-        h (``classifier``, seeded with ``seed``) is trained on L, every configuration is fitted on V, and
-        ``n_samples`` UPP samples of ``sample_size`` items are drawn from U (:func:`capshift.protocols.upp_indices`).
-    configurations : dict
-        Display name -> a registered method name (str, e.g. ``"O-LEAP_KDEy"``; :mod:`capshift.registry`) or a
-        callable ``f(h)`` returning an unfitted CAP estimator (e.g. ``lambda h: QuAcc1xN2(h, "sld", C=0.01)``).
-    measure : str
-        Measure predicted (:data:`capshift.tables.MEASURES`); a configuration that cannot estimate it gets NaN.
-
-    Returns
-    -------
-    pandas.DataFrame with one row per (configuration, sample): ``dataset, n_val, seed, configuration, sample,
-    true, predicted, ae, error`` (``error`` = predicted - true, signed; ``ae`` its absolute value).
-
-    Raises
-    ------
-    ValueError
-        ``configurations`` is empty, or a name is not registered; bad sizes or seed.
-    TypeError
-        A configuration is neither a str nor a callable, or ``split`` is not a Split.
-    """
-    import pandas as pd
-
-    from .datasets import Split
-    from .experiment import make_classifier, make_method
-
-    if not isinstance(split, Split):
-        raise TypeError(f"split must be a capshift.datasets.Split (e.g. gaussian_split()), got {type(split).__name__}")
-    if not isinstance(configurations, dict) or not configurations:
-        raise ValueError("configurations must be a non-empty dict: name -> method name or callable(h) -> estimator")
-    for name, conf in configurations.items():
-        if not (isinstance(conf, str) or callable(conf)):
-            raise TypeError(f"configurations[{name!r}] must be a registered method name or a callable f(h) "
-                            f"returning an unfitted estimator, got {type(conf).__name__}")
-    n_samples, sample_size = check_int(n_samples, "n_samples"), check_int(sample_size, "sample_size")
-    seed = check_seed(seed, "seed")
-    get_measure(measure)
-    n = split.n_classes
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        h = make_classifier(classifier, seed).fit(split.X_L, split.y_L)
-    idx = upp_indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
-    pred_U, post_U = h.predict(split.X_U), h.predict_proba(split.X_U)
-    true = get_measure(measure)(np.stack([contingency_table(split.y_U[i], pred_U[i], n) for i in idx]))
-    samples, posts = [split.X_U[i] for i in idx], [post_U[i] for i in idx]
-    frames = []
-    for name, conf in configurations.items():
-        est = make_method(conf, h, random_state=seed) if isinstance(conf, str) else conf(h)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est.fit(split.X_V, split.y_V)
-            pred = est.predict_measures(samples, [measure], posteriors=posts).get(measure, np.full(len(idx), np.nan))
-        pred = np.asarray(pred, dtype=float)
-        frames.append(pd.DataFrame({"dataset": split.name, "n_val": len(split.y_V), "seed": seed,
-                                    "configuration": name, "sample": np.arange(len(idx)), "true": true,
-                                    "predicted": pred, "ae": np.abs(pred - true), "error": pred - true}))
-    return pd.concat(frames, ignore_index=True)

@@ -14,6 +14,8 @@ from functools import lru_cache
 import pandas as pd
 
 from ._validation import check_fraction
+from .datasets import REGISTRY
+from .significance import significance
 
 __all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side", "marked_table",
            "marked_comparison",
@@ -115,8 +117,6 @@ def compare(results: pd.DataFrame, paper: str = "leap2025", aliases: dict | None
     KeyError
         A dataset of ``results`` is not a key of :data:`capshift.datasets.REGISTRY`.
     """
-    from .datasets import REGISTRY  # local: datasets is heavier and not needed for the tables alone
-
     if paper not in PAPERS:  # checked here: the ValueError of paper_values below means "no such table"
         raise ValueError(f"paper must be one of {sorted(PAPERS)}, got {paper!r}")
     need = {"dataset", "classifier", "method", "measure", "ae"}
@@ -204,7 +204,7 @@ def marked_table(comparison: pd.DataFrame, marks: pd.DataFrame, task: str, measu
     Parameters
     ----------
     comparison : DataFrame from :func:`compare`.
-    marks : DataFrame from :func:`capshift.experiment.significance` with columns ``dataset`` (the names of
+    marks : DataFrame from :func:`capshift.significance.significance` with columns ``dataset`` (the names of
         ``comparison``, Average rows included), ``method``, ``best``, ``pvalue``.
     methods : list of str or None (all, in order of appearance).
     alpha : float in (0, 1); decimals : int.
@@ -218,7 +218,7 @@ def marked_table(comparison: pd.DataFrame, marks: pd.DataFrame, task: str, measu
     need = {"dataset", "method", "best", "pvalue"}
     if not need <= set(marks.columns):
         raise ValueError(f"marks lack the columns {sorted(need - set(marks.columns))}: pass "
-                         "capshift.experiment.significance's output")
+                         "capshift.significance.significance's output")
     alpha = check_fraction(alpha, "alpha")
     methods = list(dict.fromkeys(d["method"])) if methods is None else list(methods)
     mk = marks.set_index(["dataset", "method"])
@@ -263,7 +263,7 @@ def marked_comparison(results: pd.DataFrame, task: str, measure: str, methods, a
 
     ``results`` (:func:`capshift.experiment.run_experiment` / ``run_grid`` rows of one classifier) are
     restricted to ``task`` ("binary"/"multiclass", from :data:`capshift.datasets.REGISTRY`), ``measure`` and
-    ``methods``; the marks come from :func:`capshift.experiment.significance`: per dataset paired over the test
+    ``methods``; the marks come from :func:`capshift.significance.significance`: per dataset paired over the test
     samples, and for the "Average (datasets run)" row paired over every (dataset, sample). ``aliases`` as in
     :func:`compare` (default ``{"SLD-CBPE": "L-CBPE"}``, the LEAP paper's name for it).
 
@@ -271,9 +271,6 @@ def marked_comparison(results: pd.DataFrame, task: str, measure: str, methods, a
     :func:`compare`. Raises ValueError as those two do (no rows for ``task``/``measure``, several classifiers,
     ``alpha`` outside (0, 1)).
     """
-    from .datasets import REGISTRY
-    from .experiment import significance
-
     need = {"dataset", "classifier", "method", "measure", "sample", "ae"}
     if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
         raise ValueError(f"results must be a tidy frame of run_experiment/run_grid with columns {sorted(need)}")

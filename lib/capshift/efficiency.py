@@ -1,6 +1,7 @@
-"""Timing and accuracy of the constrained LEAP / O-LEAP solve against cvxpy references (issue 12).
+"""The efficiency chapter's measurements: the constrained LEAP / O-LEAP solve against cvxpy references, and
+LEAP 2025's Figure 5 (inference time per test sample).
 
-Used by ``benchmarks/bench_leap_qp.py`` and the efficiency chapter. For each number of classes n:
+Used by the efficiency chapter (book ``efficiency.md``) and ``benchmarks/bench_leap_qp.py``. For each number of classes n:
 a validation table, k inconsistent (gamma, q-hat) pairs, and the per-sample time of
 
 - capshift: ``TableSolver(C_V, method).solve(G, Q)`` (default solver, batched);
@@ -21,12 +22,17 @@ S-LEAP, LEAP and O-LEAP (KDEy) on real datasets, the LEAP variants with the pape
 from __future__ import annotations
 
 import time
+import warnings
 
 import cvxpy as cp
 import numpy as np
 import pandas as pd
 
+from . import datasets, registry
+from .classifiers import make_classifier
 from .leap import CvxpyReference, TableSolver
+from .protocols import upp_indices
+from .quantifiers import Quantifier
 
 __all__ = ["random_table", "inconsistent_prevalences", "CvxpyReference", "objective", "run", "inference_times",
            "FIGURE5_VARIANTS"]
@@ -150,19 +156,13 @@ def inference_times(names, n_samples=10, sample_size=100, seed=0, dense_max_n=15
     ``max_diff``: the largest |difference| of a LEAP variant's accuracy estimates from the same method's
     capshift variant (solver tolerances and QuaPy's SLSQP in the quantifier).
     """
-    import warnings
-
-    from . import datasets, experiment
-    from .protocols import upp_indices
-    from .quantifiers import Quantifier
-
     variants = FIGURE5_VARIANTS if variants is None else variants
     rows = []
     for name in names:
         split = datasets.load(name, seed=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            h = experiment.make_classifier("lr", seed).fit(split.X_L, split.y_L)
+            h = make_classifier("lr", seed).fit(split.X_L, split.y_L)
             quant = Quantifier("kdey", random_state=seed).fit(split.X_V, split.y_V, split.n_classes)
         n = split.n_classes
         samples = [split.X_U[i] for i in upp_indices(split.y_U, sample_size, n_samples, seed, n_classes=n)]
@@ -171,9 +171,11 @@ def inference_times(names, n_samples=10, sample_size=100, seed=0, dense_max_n=15
             if solver == "slsqp" and n > dense_max_n:
                 continue
             kw = {} if backend is None else {"quantifier": quant}
+            if solver is not None:  # None: the method has no solver (or keeps its default, "active_set")
+                kw["solver"] = solver
             if backend is not None:
                 quant.set_kdey_backend(backend)
-            est = experiment.make_method(method, h, solver=solver or "active_set", random_state=seed, **kw)
+            est = registry.make_method(method, h, random_state=seed, **kw)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 est.fit(split.X_V, split.y_V)

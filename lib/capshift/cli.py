@@ -1,0 +1,132 @@
+"""The ``capshift`` command line: one entry point for the grid runner and the book (argparse only).
+
+Subcommands:
+
+- ``capshift run ...`` / ``capshift summary ...``: a resumable grid of CAP experiments into a results directory
+  (:func:`capshift.grid.run_grid`, :func:`capshift.grid.load_results`); ``python -m capshift.experiment
+  run|summary ...`` is the same (:func:`grid_main`);
+- ``capshift build|chapter|check|colab ...``: execute the book's chapters and build the HTML (the book runner,
+  :mod:`capshift.book`; ``python -m capshift.book ...`` is the same).
+
+Bad arguments exit with status 2 and a one-line message, no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from . import book
+from . import datasets as _datasets
+from .classifiers import CLASSIFIERS
+from .experiment import DEFAULT_METHODS
+from .grid import load_results, run_grid
+from .leap import DEFAULT_SOLVER, SOLVERS
+
+__all__ = ["main", "grid_main", "add_grid_commands", "run_grid_command"]
+
+GRID_COMMANDS = ("run", "summary")
+
+
+# ---- the grid ----
+def add_grid_commands(sub) -> argparse.ArgumentParser:
+    """Add the grid's subcommands (run, summary) to an argparse ``add_subparsers()`` object; returns the ``run``
+    parser (its errors name its usage)."""
+    r = sub.add_parser("run", help="compute the missing cells of a grid",
+                       description="Compute the cells of the grid missing from --results; finished cells are "
+                                   "kept, so an interrupted run resumes where it stopped.")
+    r.add_argument("--datasets", nargs="+", required=True, metavar="NAME",
+                   help="dataset names, or 'binary' / 'multiclass' (the offline datasets of the LEAP paper)")
+    r.add_argument("--classifiers", nargs="+", default=["lr"], metavar="NAME",
+                   help=f"classifiers, from {', '.join(CLASSIFIERS)} (default: lr)")
+    r.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), metavar="NAME",
+                   help="CAP method names of capshift.registry (default: %(default)s)")
+    r.add_argument("--results", required=True, metavar="DIR", help="results directory (created if absent)")
+    r.add_argument("--protocol", default="upp", help="upp or app (default: upp)")
+    r.add_argument("--n-samples", type=int, default=1000, help="test samples per dataset (default: 1000)")
+    r.add_argument("--sample-size", type=int, default=100, help="items per test sample (default: 100)")
+    r.add_argument("--measures", nargs="+", default=["accuracy"], metavar="NAME",
+                   help="measures to predict (default: accuracy)")
+    r.add_argument("--seed", type=int, default=0, help="seed of split, classifier and protocol (default: 0)")
+    r.add_argument("--solver", default=DEFAULT_SOLVER,
+                   help=f"LEAP solver, one of {', '.join(SOLVERS)} (default: %(default)s)")
+    r.add_argument("--n-jobs", type=int, default=-1, help="workers for loky (default: -1, all cores)")
+    r.add_argument("--backend", default="loky", help="loky (default), dask or ray")
+    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="dask scheduler address (e.g. tcp://host:8786) or Ray address; with --backend dask and "
+                        "no address, a local cluster of --n-jobs workers is started")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s = sub.add_parser("summary", help="mean AE per dataset and method of a results directory")
+    s.add_argument("--results", required=True, metavar="DIR")
+    return r
+
+
+def _expand_datasets(names):
+    out = []
+    for n in names:
+        out += _datasets.names(task=n, offline=True) if n in ("binary", "multiclass") else [n]
+    return out
+
+
+def run_grid_command(args: argparse.Namespace, parser: argparse.ArgumentParser,
+                     run_parser: argparse.ArgumentParser) -> int:
+    """Carry out ``run`` or ``summary`` (``args.command``); bad arguments exit through ``parser.error`` /
+    ``run_parser.error`` (status 2, one line)."""
+    if args.command == "summary":
+        try:
+            df = load_results(args.results)
+        except (ValueError, TypeError) as exc:
+            parser.error(str(exc))
+        if df.empty:
+            print(f"{args.results}: no results")
+            return 0
+        table = df.groupby(["classifier", "measure", "dataset", "method"], sort=False)["ae"].mean().unstack("method")
+        print(table.round(4).to_string())
+        return 0
+    try:
+        t0 = time.perf_counter()
+        df = run_grid(_expand_datasets(args.datasets), args.classifiers, args.methods, args.results,
+                      protocol=args.protocol, n_samples=args.n_samples, sample_size=args.sample_size,
+                      measures=args.measures, seed=args.seed, solver=args.solver, n_jobs=args.n_jobs,
+                      backend=args.backend, scheduler=args.scheduler, progress=not args.no_progress)
+    except (ValueError, TypeError) as exc:
+        run_parser.error(str(exc))
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished cells are in {args.results}; re-run the same command to resume",
+              file=sys.stderr)
+        return 130
+    cells = df.groupby(["dataset", "classifier", "method"]).ngroups
+    print(f"{cells} cells, {len(df)} rows in {args.results} ({time.perf_counter() - t0:.1f} s); "
+          f"mean AE by method:\n{df.groupby(['measure', 'method'])['ae'].mean().round(4).to_string()}")
+    return 0
+
+
+def _parser(prog: str, book_commands: bool) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    p = argparse.ArgumentParser(prog=prog, description="Run a resumable grid of CAP experiments (datasets x "
+                                "classifiers x methods) into a results directory of parquet files"
+                                + (", or execute and build the book." if book_commands else "."))
+    sub = p.add_subparsers(dest="command", required=True)
+    run_parser = add_grid_commands(sub)
+    if book_commands:
+        book.add_commands(sub)
+    return p, run_parser
+
+
+def grid_main(argv=None, prog: str = "capshift") -> int:
+    """The grid's command line alone: ``run`` and ``summary`` (``python -m capshift.experiment ...``)."""
+    parser, run_parser = _parser(prog, book_commands=False)
+    return run_grid_command(parser.parse_args(argv), parser, run_parser)
+
+
+def main(argv=None) -> int:
+    """The ``capshift`` console script: ``run``, ``summary``, ``build``, ``chapter``, ``check``, ``colab``."""
+    parser, run_parser = _parser("capshift", book_commands=True)
+    args = parser.parse_args(argv)
+    if args.command in GRID_COMMANDS:
+        return run_grid_command(args, parser, run_parser)
+    args.cmd = args.command  # the book runner's name for it
+    return book.run_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

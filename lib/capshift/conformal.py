@@ -1,0 +1,503 @@
+"""Conformal intervals around any CAP estimator, and the finite-evidence floor (what ``predict_interval`` computes).
+
+Beyond the LEAP paper (Volpi, Moreo & Sebastiani, Machine Learning 2025, Sect. 5.10), which finds its bootstrap
+intervals too narrow and leaves better ones to future work. This module holds
+
+- :class:`ConformalInterval`: conformal calibration (Vovk et al. 2005; Lei et al. 2018) of any CAP
+  estimator: the method is fitted on part of V and ``n_cal`` calibration samples are drawn from the other
+  part with the test protocol (UPP, QuaPy's sampling, the test sample's size); the interval is
+  ``predicted ± q``, q the ⌈(k+1)(1-α)⌉-th smallest absolute residual (:func:`conformal_quantile`). One split
+  ("split") gives the textbook guarantee only if calibration and test samples are exchangeable, which the
+  protocol breaks: all test samples come from one finite pool U, all calibration samples from one part of V,
+  and the class-conditional rates of h differ between pools. Many random splits ("mc", Monte Carlo
+  cross-conformal) sample that difference. Scores: absolute residuals, studentised ones (Lei et al. 2018,
+  Sect. 5.2: divided by the sample's standard deviation under h's finite validation evidence), or the
+  union of the two intervals; optionally floored by the evidence interval below;
+- :func:`evidence_interval`: what h's finite validation evidence alone says about a sample's measure: the
+  Jeffreys posterior of h's class-conditional rates (Dirichlet(counts + 1/2) per true class) and the
+  sample's own multinomial noise (exact beta-binomial convolution for accuracy); never empty when h makes
+  no error on V (where every conformal residual is 0), shrinking as V grows. :func:`acc_prevalence` gives
+  it the sample's prevalence (adjusted classify and count, Forman 2008).
+
+:meth:`capshift.base.CAPEstimator.predict_interval` uses Monte Carlo cross-conformal with the union score and the
+evidence floor ("conformal-mc-both", chosen in the uncertainty chapter). This module sits below
+:mod:`capshift.base` (which builds a :class:`ConformalInterval` around itself), so it knows the estimator only by
+its methods; the interval study (the paper's bootstrap, the comparison of kinds, coverage) is
+:mod:`capshift.uncertainty`. Intervals are clipped to [0, 1] (every measure of :mod:`capshift.tables` lies there).
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+from scipy.optimize import lsq_linear
+from scipy.stats import betabinom
+from sklearn.base import BaseEstimator
+from sklearn.model_selection import StratifiedKFold, train_test_split
+
+from ._validation import check_fitted, check_fraction, check_int, check_labels, check_seed, check_X
+from .protocols import upp_indices
+from .quantifiers import Quantifier
+from .tables import contingency_table, get_measure
+
+__all__ = ["ConformalInterval", "conformal_quantile", "evidence_interval", "acc_prevalence", "unfitted_copy",
+           "SCHEMES", "SCORES", "FLOOR_DRAWS"]
+
+SCHEMES = ("split", "mc", "cv", "bootstrap")
+SCORES = ("absolute", "studentised", "both")
+FLOOR_DRAWS = 4000  # Monte Carlo draws of the floor's evidence interval (measures other than accuracy, which is exact)
+
+
+def unfitted_copy(estimator, seed: int):
+    """An unfitted copy with the same parameters and the *same* trained classifier (sklearn's ``clone`` would
+    clone h too, unfitted; CAP methods never train h). A shared, fitted capshift ``Quantifier`` is replaced by
+    an unfitted one of the same kind: it was fitted on all of V, and reusing it on a part of V would evaluate
+    it on its own training items."""
+    params = {**estimator.get_params(deep=False), "random_state": seed}
+    q = params.get("quantifier")
+    if isinstance(q, Quantifier):
+        params["quantifier"] = Quantifier(q.method, classifier=q.classifier, random_state=q.random_state,
+                                          bandwidth=q.bandwidth)
+    return type(estimator)(**params)
+
+
+def _alpha(alpha) -> float:
+    return check_fraction(alpha, "alpha")
+
+
+def conformal_quantile(residuals, alpha: float) -> float:
+    """The split-conformal quantile: the ⌈(k+1)(1-α)⌉-th smallest of k residuals (inf if that exceeds k, i.e.
+    too few calibration samples for this α: then no finite interval has the guarantee). Raises ValueError for
+    an empty or non-finite ``residuals`` or ``alpha`` outside (0, 1)."""
+    a = _alpha(alpha)
+    r = np.sort(np.asarray(residuals, dtype=float).ravel())
+    if r.size == 0 or not np.all(np.isfinite(r)):
+        raise ValueError("residuals must be a non-empty array of finite numbers")
+    rank = math.ceil((r.size + 1) * (1 - a))
+    return float(r[rank - 1]) if rank <= r.size else float("inf")
+
+
+class ConformalInterval(BaseEstimator):
+    """Conformal intervals around any CAP estimator (beyond the LEAP paper, which calls for them).
+
+    Parameters
+    ----------
+    estimator : CAPEstimator (unfitted)
+        The method, e.g. ``capshift.experiment.make_method("O-LEAP_KDEy", h)``; cloned, never modified.
+    cal_fraction : float in (0, 1)
+        Fraction of V (stratified) held out for calibration; the rest fits the method (default 0.5).
+    n_cal : int
+        Calibration samples per test-sample size (default 500; α = 0.05 needs at least 19).
+    refit : bool
+        After calibration, refit the method on the whole of V for the point prediction (default False: the
+        split version, whose coverage guarantee is exact; True gives a better point estimate and, in
+        practice, near-nominal coverage).
+    scheme : {"split", "mc", "cv", "bootstrap"}
+        How the method is fitted and calibrated. "split": one split by ``cal_fraction`` (split conformal; exact
+        marginal guarantee when the method is not refitted). "mc": Monte Carlo cross-conformal, ``n_splits``
+        independent random stratified splits by ``cal_fraction``, the residuals of all pooled: every split brings
+        a new pair of pools (fit part, calibration part), so the residuals see how much the class-conditional
+        rates of two pools differ, which one split shows only once (the cause of split conformal's per-dataset
+        under-coverage, see the uncertainty chapter). "cv": cross-conformal (CV+ style, Barber et al.
+        2021): ``n_splits`` stratified folds, the method fitted on all folds but one and calibrated on samples
+        of that fold, residuals pooled (guarantee 1-2α). "bootstrap": the method fitted ``n_splits`` times on
+        stratified bootstrap resamples of V (same size and class counts as V) and calibrated on samples drawn
+        from V itself, which plays the test pool; no finite-sample guarantee.
+        "mc", "cv" and "bootstrap" refit the method on all of V for the point prediction.
+    n_splits : int
+        Splits ("mc"), folds ("cv") or bootstrap refits ("bootstrap"); default 5.
+    pool_correction : bool
+        Rescale the pool part of each residual (prediction minus the calibration pool's expected value at the
+        sample's prevalence) by ``sqrt((1/|V| + 1/pool_size) / (1/|fit part| + 1/|calibration part|))``, the
+        ratio of the variances of the rate difference between the pools at test time and in calibration;
+        the sample's own sampling noise is left as is (default False).
+    pool_size : int or None
+        Size of the test pool assumed by ``pool_correction`` (None: |V|).
+    bins : int
+        1 (default): one quantile for all samples of a size. More: Mondrian conformal prediction, the
+        calibration samples binned (equal counts) by the L1 distance between their fractions of h's
+        predictions and those of the fit part, and each test sample given the quantile of its bin.
+    score : {"absolute", "studentised"}
+        The conformity score. "absolute" (default): ``|predicted - true|``, one half-width for every sample
+        of a size. "studentised" (locally weighted conformal, Lei et al. 2018, Sect. 5.2): the absolute
+        residual divided by a per-sample scale s, the interval ``predicted ± q s``. s is the standard
+        deviation of the sample's accuracy (whatever the measure: a smooth proxy of how noisy the sample is)
+        under h's finite validation evidence (:func:`evidence_interval`),
+        computed by one function for calibration and test samples, as exchangeability requires: the rates
+        of h estimated on the fit part (calibration) or on V (test), at the fit part's number of items, the
+        sample's prevalence estimated by adjusted classify and count (:func:`acc_prevalence`) from its
+        fractions of h's predictions, and the sample's size. Samples whose measure is noisier (a
+        prevalence rich in the class h errs on most, a class that is rare in V) get wider intervals; s is
+        never below 1/size, the resolution of a measure on ``size`` items. "both": the union of the two
+        intervals (half-width the larger of ``q`` and ``q' s``): it covers whenever either does, so it keeps
+        the studentised interval's gain where the method's error grows with the evidence scale (DoC on
+        ionosphere in the uncertainty chapter) and the absolute one's where it does not (DoC on wdbc).
+    floor : bool
+        Widen the interval, below and above separately, to at least the reach of the finite-evidence interval
+        (:func:`evidence_interval` with h's rates on all of V, the sample's ACC prevalence and size, the same
+        α) from its plug-in value (default False). The conformal residuals only see errors that h makes on V:
+        a classifier errorless on V gives zero residuals and a zero-width interval, while 0 errors in ``n_i``
+        items of class i leave error rates up to about 2.5/``n_i`` plausible; the floor keeps them.
+    random_state : int
+        Seed of the split, the calibration samples and the method.
+
+    Calibration samples are drawn at the size of the test sample being predicted (UPP with QuaPy's sampling,
+    as the experiments' test samples), once per size and measure, and cached.
+
+    Attributes: ``estimator_`` (fitted on the fit part, or on V if ``refit`` or another scheme), ``folds_`` (per split:
+    the method fitted on the fit part and the calibration part), ``calibration_`` (dict ``(size, measure) ->``
+    the calibration samples' predictions, true values, pool values and shift proxies), ``scale_`` (the pool
+    correction factor, 1 without it), ``val_counts_`` (h's validation table on V in counts, (n, n)),
+    ``fit_counts_`` (the same on each fold's fit part), ``n_fit_`` (mean number of items of the fit parts).
+    """
+
+    def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
+                 scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
+                 bins: int = 1, score: str = "absolute", floor: bool = False, random_state: int = 0):
+        self.estimator = estimator
+        self.cal_fraction = cal_fraction
+        self.n_cal = n_cal
+        self.refit = refit
+        self.scheme = scheme
+        self.n_splits = n_splits
+        self.pool_correction = pool_correction
+        self.pool_size = pool_size
+        self.bins = bins
+        self.score = score
+        self.floor = floor
+        self.random_state = random_state
+
+    def fit(self, X_val, y_val, point_estimator=None):
+        """Split V, fit the method on one part, keep the other for calibration. Returns self.
+
+        ``point_estimator``: the method already fitted on all of V, used as ``estimator_`` instead of a refit
+        (what :meth:`capshift.base.CAPEstimator.predict_interval` passes; schemes other than "split").
+
+        Raises TypeError if ``estimator`` is not a CAPEstimator, ValueError for bad parameters or a
+        calibration or fit part missing a class (use a larger V or a smaller ``cal_fraction``)."""
+        # duck-typed: capshift.base (CAPEstimator) builds this class in predict_interval, so it cannot be imported here
+        if not (isinstance(self.estimator, BaseEstimator) and hasattr(self.estimator, "classifier")
+                and all(callable(getattr(self.estimator, m, None)) for m in ("fit", "predict_batch", "predict_measures"))):
+            raise TypeError(f"estimator must be a capshift CAPEstimator (e.g. experiment.make_method(name, h)), "
+                            f"got {type(self.estimator).__name__}")
+        check_fraction(self.cal_fraction, "cal_fraction")
+        check_int(self.n_cal, "n_cal", min_value=2)
+        if not isinstance(self.refit, bool):
+            raise TypeError(f"refit must be True or False, got {self.refit!r}")
+        seed = check_seed(self.random_state, "random_state")
+        X_val = check_X(X_val, "X_val")
+        n = len(self.estimator.classifier.classes_)
+        y_val = check_labels(y_val, n, "y_val", n_items=X_val.shape[0])
+        counts = np.bincount(y_val, minlength=n)
+        if counts.min() < 4:
+            raise ValueError(f"y_val needs at least 4 items of every class to split V into a fit part and a "
+                             f"calibration part, got counts {counts.tolist()}")
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
+        k = check_int(self.n_splits, "n_splits", min_value=2)
+        check_int(self.bins, "bins")
+        self._check_score_options(self.score, self.floor)
+        everything = np.arange(len(y_val))
+        if self.scheme == "split":
+            fit_idx, cal_idx = train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
+                                                random_state=seed)
+            parts = [(fit_idx, cal_idx)]
+        elif self.scheme == "mc":
+            parts = [tuple(train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
+                                            random_state=(seed + 7919 * (j + 1)) % 2**32)) for j in range(k)]
+        elif self.scheme == "cv":
+            if counts.min() < 2 * k:
+                raise ValueError(f"n_splits={k} folds need at least {2 * k} items of every class in y_val, got "
+                                 f"counts {counts.tolist()}; use fewer folds")
+            parts = list(StratifiedKFold(k, shuffle=True, random_state=seed).split(X_val, y_val))
+        else:
+            rng = np.random.default_rng([seed, 1])
+            parts = [(np.concatenate([rng.choice(np.flatnonzero(y_val == c), counts[c]) for c in range(n)]),
+                      everything) for _ in range(k)]
+        pred = np.asarray(self.estimator.classifier.predict(X_val))
+        self.folds_ = [(unfitted_copy(self.estimator, seed).fit(X_val[f], y_val[f]), X_val[c], y_val[c], pred[c])
+                       for f, c in parts]
+        self.val_counts_ = _counts(y_val, pred, n)
+        self.fit_counts_ = [_counts(y_val[f], pred[f], n) for f, _ in parts]
+        self.n_fit_ = float(np.mean([len(f) for f, _ in parts]))
+        self.calibrator_ = self.folds_[0][0]
+        refit = self.refit or self.scheme != "split"
+        self.n_val_ = len(y_val)
+        self.scale_ = self._pool_scale(len(parts[0][0]), len(parts[0][1]))
+        if point_estimator is not None and refit:
+            self.estimator_ = point_estimator
+        else:
+            self.estimator_ = unfitted_copy(self.estimator, seed).fit(X_val, y_val) if refit else self.calibrator_
+        self.n_classes_ = n
+        self.calibration_ = {}
+        return self
+
+    @staticmethod
+    def _check_score_options(score, floor):
+        if score not in SCORES:
+            raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+        if not isinstance(floor, (bool, np.bool_)):
+            raise TypeError(f"floor must be True or False, got {floor!r}")
+
+    def with_options(self, pool_correction: bool, bins: int = 1, score: str = "absolute",
+                     floor: bool = False) -> "ConformalInterval":
+        """A copy sharing this fitted calibrator's fits and calibration samples, with ``pool_correction``,
+        ``bins``, ``score`` and ``floor`` set."""
+        check_fitted(self, ["folds_"])
+        self._check_score_options(score, floor)
+        other = copy.copy(self)
+        other.pool_correction, other.bins = bool(pool_correction), check_int(bins, "bins")
+        other.score, other.floor = score, bool(floor)
+        other.scale_ = other._pool_scale(len(self.folds_[0][0].val_pred_), len(self.folds_[0][2]))
+        return other
+
+    def _pool_scale(self, n_fit: int, n_cal: int) -> float:
+        """Factor applied to the pool part of the calibration residuals (1 unless ``pool_correction``).
+
+        A method fitted on ``n_fit`` items and calibrated on samples of a pool of ``n_cal`` items sees
+        class-conditional rates that differ between the two by a variance proportional to
+        ``1/n_fit + 1/n_cal``; at test time the method is fitted on all of V and the test pool has
+        ``pool_size`` items (default |V|): ``1/|V| + 1/pool_size``. The factor is the square root of the ratio.
+        """
+        if not self.pool_correction or self.scheme == "bootstrap":
+            return 1.0
+        pool = self.n_val_ if self.pool_size is None else check_int(self.pool_size, "pool_size")
+        return math.sqrt((1 / self.n_val_ + 1 / pool) / (1 / n_fit + 1 / n_cal))
+
+    def _calibration(self, size: int, measure) -> dict:
+        """Calibration samples of ``size`` items for ``measure``, cached: per sample the fold's prediction
+        ``pred``, the true value ``true``, the calibration pool's expected value ``expected`` at the sample's
+        prevalence, the shift proxy ``dist`` (L1 distance between the sample's and the fit part's fractions
+        of h's predictions), the split ``fold`` it comes from and its fractions of h's predictions ``gamma``;
+        with ``score="studentised"``, ``scale`` is added on first use."""
+        key = (size, measure if isinstance(measure, str) else getattr(measure, "__name__", repr(measure)))
+        if key not in self.calibration_:
+            f = get_measure(measure)
+            seed = check_seed(self.random_state, "random_state")
+            per_fold = max(2, math.ceil(self.n_cal / len(self.folds_)))
+            n = self.n_classes_
+            parts = []
+            for j, (cal, X_c, y_c, p_c) in enumerate(self.folds_):
+                idx = upp_indices(y_c, size, per_fold, seed=(seed + j) % 2**32, n_classes=n)
+                tables = np.stack([contingency_table(y_c[i], p_c[i], n) for i in idx])
+                pred = np.asarray(cal.predict_batch([X_c[i] for i in idx], measure, prevalences=tables.sum(axis=2)),
+                                  dtype=float)
+                # the pool's expected value at each sample's prevalence: the pool's class-conditional rates
+                # (rows of its table) mixed by the sample's realised prevalence; true - expected is the sample's
+                # own sampling noise, which does not depend on the sizes of V and of the pool
+                pool = contingency_table(y_c, p_c, n)
+                rates = pool / pool.sum(axis=1, keepdims=True)
+                expected = np.asarray(f(tables.sum(axis=2)[:, :, None] * rates[None]), dtype=float)
+                dist = np.abs(tables.sum(axis=1) - _fractions(cal.val_pred_, n)).sum(axis=1)
+                parts.append((pred, np.asarray(f(tables), dtype=float), expected, dist, np.full(len(idx), j),
+                              tables.sum(axis=1)))
+            self.calibration_[key] = {k: np.concatenate([p[i] for p in parts])
+                                      for i, k in enumerate(("pred", "true", "expected", "dist", "fold", "gamma"))}
+        return self.calibration_[key]
+
+    def _residuals(self, size: int, measure, studentised: bool = False) -> np.ndarray:
+        """Calibration scores: absolute residuals, pool part scaled by ``scale_`` (see :meth:`_pool_scale`),
+        divided by each sample's evidence scale if ``studentised``."""
+        c = self._calibration(size, measure)
+        r = np.abs(self.scale_ * (c["pred"] - c["expected"]) + (c["expected"] - c["true"]))
+        if studentised:
+            if "scale" not in c:
+                c["scale"] = np.array([self._sd(self.fit_counts_[j], self.fit_counts_[j], g, size)
+                                       for j, g in zip(c["fold"], c["gamma"])])
+            r = r / c["scale"]
+        return r
+
+    @staticmethod
+    def _sd(counts, acc_counts, gamma, size) -> float:
+        """The studentised score's scale of one sample: the standard deviation of its *accuracy* (for every
+        measure) under the evidence ``counts`` (h's table in counts), its prevalence estimated by ACC
+        with ``acc_counts``, at least 1/size. Accuracy, exact and smooth in the prevalence, is the scale of
+        every measure: F1 and the like jump where a class is (estimated) absent, which would give some
+        samples a near-zero scale; conformal validity needs only that calibration and test samples share
+        the scale function, not that it be the measure's own."""
+        sd = _evidence(counts, acc_prevalence(acc_counts, gamma), size, 0.05, "accuracy")[3]
+        return max(sd, 1.0 / size)
+
+    def _test_scales(self, samples):
+        """Per test sample: the studentised scale (rates of V at the fit parts' number of items) and the
+        fractions of h's predictions."""
+        gammas = [_fractions(np.asarray(self.estimator_.classifier.predict(X)), self.n_classes_) for X in samples]
+        if self.score == "absolute":
+            return np.ones(len(samples)), gammas
+        counts = self.val_counts_ * (self.n_fit_ / self.n_val_)
+        return np.array([self._sd(counts, self.val_counts_, g, X.shape[0])
+                         for g, X in zip(gammas, samples)]), gammas
+
+    def quantiles(self, samples, measure, alpha: float) -> np.ndarray:
+        """Conformal half-widths (k,) of the 1-α intervals of validated samples (a list of (m_i, d) arrays):
+        the conformal quantile of the scores of calibration samples of the same size (and with ``bins`` > 1
+        of those in the same bin of the shift proxy: Mondrian conformal prediction, Vovk et al. 2005, Ch. 4),
+        times the sample's scale if ``score`` is "studentised", the larger of the two if "both". Without the
+        ``floor`` (see :meth:`bounds`)."""
+        return self._half_widths(samples, measure, alpha)[0]
+
+    def _half_widths(self, samples, measure, alpha):
+        a = _alpha(alpha)
+        bins = check_int(self.bins, "bins")
+        self._check_score_options(self.score, self.floor)
+        scales, gammas = self._test_scales(samples)
+        ref = _fractions(self.estimator_.val_pred_, self.n_classes_)
+
+        def half_widths(studentised):
+            out = np.empty(len(samples))
+            for i, X in enumerate(samples):
+                r = self._residuals(X.shape[0], measure, studentised)
+                if bins == 1:
+                    out[i] = conformal_quantile(r, a)
+                    continue
+                dist = self._calibration(X.shape[0], measure)["dist"]
+                edges = np.quantile(dist, np.linspace(0, 1, bins + 1)[1:-1])
+                b = np.searchsorted(edges, np.abs(gammas[i] - ref).sum(), side="right")
+                out[i] = conformal_quantile(r[np.searchsorted(edges, dist, side="right") == b], a)
+            return out * scales if studentised else out
+
+        if self.score == "absolute":
+            return half_widths(False), gammas
+        if self.score == "studentised":
+            return half_widths(True), gammas
+        return np.maximum(half_widths(False), half_widths(True)), gammas
+
+    def bounds(self, samples, point, measure, alpha: float) -> np.ndarray:
+        """Intervals (k, 2), lower and upper, around the point predictions ``point`` (k,) of validated
+        ``samples``: ``point ± q`` (:meth:`quantiles`), with ``floor`` each side widened to at least the
+        reach of :func:`evidence_interval` (h's rates on V) from its plug-in value; clipped to [0, 1]."""
+        q, gammas = self._half_widths(samples, measure, alpha)
+        point = np.asarray(point, dtype=float)
+        below, above = q.copy(), q.copy()
+        if self.floor:
+            seed = check_seed(self.random_state, "random_state")
+            for i, (g, X) in enumerate(zip(gammas, samples)):
+                lo, hi, c = _evidence(self.val_counts_, acc_prevalence(self.val_counts_, g), X.shape[0], alpha,
+                                      measure, FLOOR_DRAWS, seed)[:3]
+                below[i], above[i] = max(below[i], c - lo), max(above[i], hi - c)
+        return np.clip(np.stack([point - below, point + above], axis=1), 0.0, 1.0)
+
+    def predict(self, X, measure=None) -> float:
+        """The point prediction of the wrapped method (fitted as ``refit`` says)."""
+        check_fitted(self, ["estimator_"])
+        return float(self.estimator_.predict(X, measure))
+
+    def predict_interval(self, X, alpha: float = 0.05, measure=None) -> tuple[float, float]:
+        """``(lower, upper)`` of the 1-α interval for ``measure`` (default the method's) on the sample ``X``."""
+        return tuple(self.predict_interval_batch([X], alpha, measure)[0])
+
+    def predict_interval_batch(self, samples, alpha: float = 0.05, measure=None) -> np.ndarray:
+        """Intervals for k samples: float (k, 2), columns lower and upper, clipped to [0, 1]. Raises ValueError
+        for alpha outside (0, 1), an empty list of samples, and the method's errors on a bad sample."""
+        check_fitted(self, ["estimator_"])
+        _alpha(alpha)
+        if not isinstance(samples, (list, tuple)) or len(samples) == 0:
+            raise ValueError("samples must be a non-empty list of samples (one (m, d) array each)")
+        measure = self.estimator_.measure if measure is None else measure
+        samples = [check_X(X, f"samples[{i}]") for i, X in enumerate(samples)]
+        point = np.asarray(self.estimator_.predict_batch(samples, measure), dtype=float)
+        return self.bounds(samples, point, measure, alpha)
+
+
+def _fractions(pred, n: int) -> np.ndarray:
+    return np.bincount(np.asarray(pred, dtype=int), minlength=n) / len(pred)
+
+
+def _counts(y, pred, n: int) -> np.ndarray:
+    """h's contingency table in counts (n, n), rows true classes."""
+    return np.bincount(np.asarray(y, dtype=int) * n + np.asarray(pred, dtype=int), minlength=n * n).reshape(n, n).astype(float)
+
+
+def _class_counts(prevalence, size: int) -> np.ndarray:
+    """Integer class counts of a sample of ``size`` items with class fractions ``prevalence`` (largest
+    remainders, so they sum to ``size``)."""
+    raw = np.asarray(prevalence, dtype=float) * size
+    counts = np.floor(raw).astype(int)
+    counts[np.argsort(counts - raw, kind="stable")[: size - counts.sum()]] += 1
+    return counts
+
+
+def _check_counts(val_counts) -> np.ndarray:
+    V = np.asarray(val_counts, dtype=float)
+    if V.ndim != 2 or V.shape[0] != V.shape[1] or V.shape[0] < 2 or not np.all(np.isfinite(V)) or np.any(V < 0):
+        raise ValueError(f"val_counts must be an (n, n) table of non-negative counts, n >= 2, got shape {V.shape}")
+    return V
+
+
+def acc_prevalence(val_counts, pred_fractions) -> np.ndarray:
+    """Adjusted classify and count (Forman 2008; LEAP 2025 Sect. 3): the class prevalence ``p`` on the simplex
+    whose expected fractions of h's predictions, ``p @ R`` with ``R[i, j] = P(h = j | y = i)`` estimated on V,
+    are closest (least squares, ``scipy.optimize.lsq_linear`` on [0, 1], renormalised) to the sample's observed
+    fractions ``pred_fractions`` (n,). ``val_counts``: h's validation contingency table in counts (n, n), rows
+    true classes; R is smoothed by the Jeffreys 1/2 so that an errorless h still gives a solvable system.
+    Returns float (n,). Raises ValueError for a bad table or fractions."""
+    V = _check_counts(val_counts)
+    g = np.asarray(pred_fractions, dtype=float)
+    if g.shape != (V.shape[0],) or not np.all(np.isfinite(g)) or np.any(g < 0):
+        raise ValueError(f"pred_fractions must be {V.shape[0]} non-negative fractions, got {pred_fractions!r}")
+    R = (V + 0.5) / (V + 0.5).sum(axis=1, keepdims=True)  # Jeffreys-smoothed: never singular for an errorless h
+    p = lsq_linear(R.T, g, bounds=(0.0, 1.0)).x
+    return p / p.sum() if p.sum() > 0 else np.full(len(p), 1.0 / len(p))
+
+
+def evidence_interval(val_counts, prevalence, size: int, alpha: float = 0.05, measure="accuracy",
+                      n_draws: int = 4000, random_state: int = 0) -> tuple[float, float, float]:
+    """The finite-evidence interval of a measure on a sample: what h's validation errors alone say about the
+    value of ``measure`` on a sample of ``size`` items with class prevalence ``prevalence``, under prior
+    probability shift (h's class-conditional rates ``P(h = j | y = i)`` are the pool's on every sample).
+
+    Each row i of h's rates gets the Jeffreys posterior Dirichlet(``val_counts[i]`` + 1/2) (Jeffreys 1946;
+    for two classes the Beta posterior whose intervals Brown, Cai & DasGupta 2001 recommend over
+    Clopper–Pearson's); the sample's ``N_i`` items of class i (``size`` x ``prevalence``, rounded) are
+    classified as Multinomial(``N_i``, row i). The interval holds the α/2 and 1-α/2 quantiles of the
+    measure under this posterior predictive: it shrinks with |V| (the pool's rates are better known) and
+    with ``size`` (less sampling noise), and is never empty when h makes no error on V (0 errors in ``n_i``
+    items leave an error rate of up to about 2.5/``n_i`` plausible).
+
+    For accuracy it is exact: the errors in class i are BetaBinomial(``N_i``, errors_i + (n-1)/2,
+    correct_i + 1/2) (the Dirichlet's aggregation property), independent across classes, so their sum's
+    distribution is the convolution of the classes' ``scipy.stats.betabinom`` pmfs. Other measures use
+    ``n_draws`` seeded Monte Carlo draws of the posterior predictive table.
+
+    ``val_counts``: (n, n) counts of h's validation table (rows true class); ``prevalence``: (n,) on the simplex.
+    Returns ``(lower, upper, plug_in)``: the interval and the measure of the plug-in table (prevalence x the
+    rates' maximum-likelihood estimate), from which :class:`ConformalInterval` takes the interval's reach
+    below and above the point prediction. Raises ValueError for bad shapes, negative counts, a prevalence off
+    the simplex, alpha outside (0, 1) or ``size`` < 1.
+    """
+    return _evidence(val_counts, prevalence, size, alpha, measure, n_draws, random_state)[:3]
+
+
+def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random_state=0):
+    """:func:`evidence_interval` plus the posterior predictive standard deviation of the measure (4-tuple)."""
+    a = _alpha(alpha)
+    V = _check_counts(val_counts)
+    n = V.shape[0]
+    p = np.asarray(prevalence, dtype=float)
+    if p.shape != (n,) or not np.all(np.isfinite(p)) or np.any(p < -1e-12) or abs(p.sum() - 1) > 1e-6:
+        raise ValueError(f"prevalence must be {n} non-negative fractions summing to 1, got {p!r}")
+    size = check_int(size, "size")
+    counts = _class_counts(np.clip(p, 0, None) / np.clip(p, 0, None).sum(), size)
+    rows = V.sum(axis=1, keepdims=True)
+    mle = np.divide(V, rows, out=np.full_like(V, 1.0 / n), where=rows > 0)
+    f = get_measure(measure)
+    plug_in = float(f(counts[:, None] / size * mle))
+    if f is get_measure("accuracy"):
+        pmf = np.ones(1)
+        for i in range(n):
+            wrong = V[i].sum() - V[i, i] + (n - 1) / 2
+            pmf = np.convolve(pmf, betabinom.pmf(np.arange(counts[i] + 1), counts[i], wrong, V[i, i] + 0.5))
+        cdf = np.cumsum(pmf)
+        e_lo = int(np.searchsorted(cdf, a / 2 - 1e-12))  # smallest e with P(E <= e) >= a/2
+        e_hi = int(np.searchsorted(cdf, 1 - a / 2 - 1e-12))
+        e = np.arange(len(pmf))
+        sd = math.sqrt(max(float(pmf @ e**2) - float(pmf @ e) ** 2, 0.0)) / size
+        return 1.0 - e_hi / size, 1.0 - e_lo / size, plug_in, sd
+    rng = np.random.default_rng(check_seed(random_state, "random_state"))
+    n_draws = check_int(n_draws, "n_draws", min_value=2)
+    rates = np.stack([rng.dirichlet(V[i] + 0.5, n_draws) for i in range(n)], axis=1)  # (B, n, n)
+    tables = np.stack([rng.multinomial(counts[i], rates[:, i]) for i in range(n)], axis=1) / size
+    values = np.asarray(f(tables), dtype=float)
+    lo, hi = np.quantile(values, [a / 2, 1 - a / 2])
+    return float(lo), float(hi), plug_in, float(values.std())

@@ -1,0 +1,103 @@
+"""Significance marks of the papers' tables: the best method per group and paired Wilcoxon tests against it.
+
+:func:`significance` is the test (scipy's ``wilcoxon`` on values paired by test sample); :func:`wilcoxon_marks`
+formats a table with the dataset-shift paper's marks (González, Moreo & Sebastiani, DMKD 2024, Sect. 5.2: bold
+best, ‡ p >= 0.05, † 0.001 < p < 0.05). The LEAP paper's Tables 1-13 (bold best, † for p >= 0.01, its Sect. 5.3)
+use :func:`significance` through :mod:`capshift.reference`. Works on any tidy frame (method, group, pair, value
+columns); imports nothing of capshift.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import wilcoxon
+
+__all__ = ["significance", "wilcoxon_marks"]
+
+
+def significance(results: pd.DataFrame, by="dataset", pair=("sample",), method: str = "method",
+                 value: str = "ae") -> pd.DataFrame:
+    """The best method per group and a paired Wilcoxon signed-rank test of every other method against it.
+
+    In each group of ``by`` (e.g. a dataset of one table) the methods with the lowest mean of ``value`` are
+    the best (several when their means tie, to 1e-12); every other method is compared with the first best
+    by ``scipy.stats.wilcoxon`` on the values paired by ``pair`` (the same test samples), p = 1 when the
+    paired differences are all zero (to ``numpy.allclose``). A method with no rows in a group is absent from that group (a missing
+    table cell); a method with some but not all of the group's keys raises, since the values would not be
+    paired. Used by :func:`wilcoxon_marks` (the dataset-shift paper's bands) and by the experiments chapter
+    (the LEAP paper's Tables 1-13: bold best, dagger for p >= 0.01, its Sect. 5.3).
+
+    Parameters
+    ----------
+    results : DataFrame with the columns ``by``, ``pair``, ``method`` and ``value``.
+    by : str or list of str, or None for one group of all rows.
+    pair : tuple of str
+        Columns identifying a paired observation within a group (e.g. ``("sample",)``).
+
+    Returns
+    -------
+    DataFrame with one row per (group, method present): the ``by`` columns, ``method``, ``mean`` (float),
+    ``n`` (int), ``best`` (bool), ``pvalue`` (float; NaN for the best). Groups and methods in order of
+    appearance.
+
+    Raises
+    ------
+    ValueError
+        A missing column, or a method whose values in a group are not paired with the best's.
+    """
+    by = [] if by is None else [by] if isinstance(by, str) else list(by)
+    pair = [pair] if isinstance(pair, str) else list(pair)
+    need = set(by) | set(pair) | {method, value}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        have = set(results.columns) if isinstance(results, pd.DataFrame) else set()
+        raise ValueError(f"results lack the columns {sorted(need - have)}: pass a tidy frame with columns "
+                         f"{sorted(need)}")
+    if results.duplicated(by + pair + [method]).any():
+        raise ValueError(f"results have several {value!r} values for one ({', '.join(by + pair + [method])}) key; "
+                         "select one measure/classifier before testing")
+    methods = list(dict.fromkeys(results[method]))
+    groups = results.groupby(by, sort=False) if by else [((), results)]
+    rows = []
+    for key, block in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        wide = block.pivot(index=pair, columns=method, values=value)
+        present = [m for m in methods if m in wide.columns]
+        partial = [m for m in present if wide[m].isna().any()]
+        if partial:
+            raise ValueError(f"group {dict(zip(by, key))}: method(s) {partial} lack values for some of the "
+                             f"{len(wide)} ({', '.join(pair)}) keys the other methods have: the values are not paired")
+        means = wide[present].mean()
+        best = [m for m in present if means[m] - means.min() <= 1e-12]  # ties up to round-off of the sums
+        for m in present:
+            if m in best:
+                p = float("nan")
+            else:
+                d = wide[m] - wide[best[0]]
+                p = 1.0 if np.allclose(d, 0) else float(wilcoxon(wide[m], wide[best[0]]).pvalue)
+            rows.append((*key, m, float(means[m]), int(len(wide)), m in best, p))
+    return pd.DataFrame(rows, columns=by + [method, "mean", "n", "best", "pvalue"])
+
+
+def wilcoxon_marks(results: pd.DataFrame, by="degree", method: str = "method", value: str = "ae",
+                   pair=("trial", "sample_id"), decimals: int = 3) -> pd.DataFrame:
+    """Mean of ``value`` per group and method with the dataset-shift paper's significance marks (Sect. 5.2).
+
+    In each group of ``by`` the method with the lowest mean is the best (bold, ``**.014**``); every other
+    method is compared with it by a Wilcoxon signed-rank test on values paired by the columns ``by`` +
+    ``pair`` (:func:`significance`), and marked ``‡`` when p >= 0.05, ``†`` when 0.001 < p < 0.05, and
+    left unmarked when p <= 0.001. Returns a DataFrame of strings (rows: groups, columns: methods in
+    order of appearance; empty where a method has no values in a group). Raises ValueError for missing
+    columns or unpaired values.
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    sig = significance(results, by, pair, method, value)
+    out = {}
+    for key, block in sig.groupby(by, sort=False):
+        row = {}
+        for m, mean, best, p in zip(block[method], block["mean"], block["best"], block["pvalue"]):
+            txt = f"{mean:.{decimals}f}".lstrip("0") if mean < 1 else f"{mean:.{decimals}f}"
+            row[m] = f"**{txt}**" if best else ("‡" if p >= 0.05 else "†" if p > 0.001 else "") + txt
+        out[key if len(by) > 1 else key[0] if isinstance(key, tuple) else key] = row
+    table = pd.DataFrame.from_dict(out, orient="index").reindex(columns=list(dict.fromkeys(results[method])))
+    table.index.name = by[0] if len(by) == 1 else None
+    return table.fillna("")
