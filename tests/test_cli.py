@@ -1,0 +1,63 @@
+"""The ``capshift`` console script (capshift.cli): one entry point for the grid and the book, with the earlier
+``python -m capshift.experiment`` / ``python -m capshift.book`` forms as aliases."""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from capshift import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = Path(sys.executable).with_name("capshift")
+
+
+def test_the_console_script_is_installed_and_lists_every_subcommand():
+    (entry,) = importlib.metadata.entry_points(group="console_scripts", name="capshift")
+    assert entry.value == "capshift.cli:main"
+    assert SCRIPT.exists(), "pip install -e . puts the capshift script next to the interpreter"
+    out = subprocess.run([str(SCRIPT), "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0
+    for command in ("run", "summary", "build", "chapter", "check", "colab"):
+        assert command in out.stdout
+
+
+def test_book_commands_are_the_book_runners(capsys):
+    """``capshift check`` validates the chapters' parameters exactly as ``python -m capshift.book check``."""
+    args = ["check", "--profile", "ci", "--toc", str(ROOT / "_toc.yml"), "--only", "intro"]
+    assert cli.main(args) == 0
+    ours = capsys.readouterr().out
+    alias = subprocess.run([sys.executable, "-m", "capshift.book", *args], capture_output=True, text=True,
+                           timeout=120, cwd=ROOT)
+    assert alias.returncode == 0 and alias.stdout == ours
+    plan = json.loads(ours[:ours.rindex("}") + 1])
+    assert "intro" in plan and plan["intro"]
+
+
+def test_a_bad_book_parameter_is_one_line_and_status_2(capsys):
+    args = ["check", "--profile", "ci", "--toc", str(ROOT / "_toc.yml"), "--only", "intro", "-p", "no_such", "1"]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no_such" in err[0] and "Traceback" not in err[0]
+
+
+@pytest.mark.parametrize("argv", [["run", "--datasets", "nope", "--results", "R"], ["frobnicate"]])
+def test_grid_argument_errors_exit_2_without_traceback(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("capshift")
+    assert not (tmp_path / "R").exists()
+
+
+def test_the_experiment_alias_keeps_its_name():
+    out = subprocess.run([sys.executable, "-m", "capshift.experiment", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("usage: python -m capshift.experiment")
+    assert "build" not in out.stdout.split("\n")[0]
