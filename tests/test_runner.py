@@ -1,4 +1,5 @@
 """The resumable grid runner (capshift.grid): resume, cache keys, atomic files, the Dask backend, the CLI."""
+import hashlib
 import os
 import subprocess
 import sys
@@ -26,8 +27,8 @@ def cells(directory):
     return sorted(p.name for p in Path(directory).glob("*.parquet"))
 
 
-class Interrupted(Exception):
-    """A simulated kill of the run."""
+class Interrupted(KeyboardInterrupt):
+    """A simulated interruption of the run (an error in a cell is a failed cell instead, and the grid goes on)."""
 
 
 class Counter:
@@ -70,7 +71,7 @@ def test_interrupted_run_resumes_to_the_same_frame(reference, tmp_path, monkeypa
     with pytest.raises(Interrupted):
         grid.run_grid(**GRID, results=tmp_path, **KW)
     assert len(cells(tmp_path)) == k  # every finished cell is on disk at once, nothing else
-    assert not [p for p in tmp_path.iterdir() if p.suffix != ".parquet"]  # no temporary file left behind
+    assert not [p for p in tmp_path.iterdir() if p.suffix not in (".parquet", ".sha256")]  # no temporary file left
     kept = {p: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet")}
 
     again = Counter()
@@ -93,7 +94,7 @@ def test_changed_parameter_recomputes(reference, tmp_path, monkeypatch, change):
     import shutil
 
     src, _ = reference
-    for p in Path(src).glob("*.parquet"):
+    for p in Path(src).glob("*.parquet*"):  # each cell and its checksum file
         shutil.copy(p, tmp_path)
     kw, grid_args = dict(KW), dict(GRID, datasets=["haberman"], classifiers=["lr"])
     if change == "version":
@@ -124,7 +125,7 @@ def test_cell_files_carry_their_key_and_a_foreign_or_damaged_file_is_recomputed(
     import shutil
 
     src, _ = reference
-    for p in Path(src).glob("*.parquet"):
+    for p in Path(src).glob("*.parquet*"):  # each cell and its checksum file
         shutil.copy(p, tmp_path)
     files = sorted(tmp_path.glob("haberman__lr__*.parquet"))
     assert len(files) == 3
@@ -135,11 +136,12 @@ def test_cell_files_carry_their_key_and_a_foreign_or_damaged_file_is_recomputed(
     naive = next(p for p in files if "__Naive__" in p.name)
     other = next(p for p in tmp_path.glob("cmc.1__lr__Naive__*.parquet"))
     shutil.copy(other, naive)
+    Path(f"{naive}.sha256").write_text(f"{hashlib.sha256(naive.read_bytes()).hexdigest()}  {naive.name}\n")  # intact
     damaged = next(p for p in files if "__LEAP_ACC__" in p.name)
     damaged.write_bytes(damaged.read_bytes()[:100])
     counter = Counter()
     monkeypatch.setattr(grid, "method_frame", counter)
-    with pytest.warns(RuntimeWarning, match="unreadable"):
+    with pytest.warns(RuntimeWarning, match="ignoring results file .*__LEAP_ACC__.*checksum.*it is recomputed"):
         grid.run_grid(["haberman"], ["lr"], GRID["methods"], tmp_path, **KW)
     assert sorted(c[2] for c in counter.calls) == ["LEAP_ACC", "Naive"]
     assert pq.read_table(damaged).num_rows == 12 * 2
@@ -151,8 +153,9 @@ def test_cells_are_written_atomically(tmp_path, monkeypatch):
 
     def replace(src, dst):  # the final name appears only by a rename of a complete file in the same directory
         assert Path(src).parent == Path(dst).parent and not Path(dst).exists()
-        assert pq.read_table(src).num_rows > 0
-        replaced.append(Path(dst).name)
+        if str(dst).endswith(".parquet"):
+            assert pq.read_table(src).num_rows > 0
+            replaced.append(Path(dst).name)
         return real_replace(src, dst)
 
     monkeypatch.setattr(os, "replace", replace)
@@ -171,7 +174,7 @@ def test_cells_are_written_atomically(tmp_path, monkeypatch):
     with pytest.raises(Interrupted):
         grid.run_grid(["cmc.1"], ["lr"], ["Naive", "LEAP_ACC"], tmp_path, **KW)
     assert len(cells(tmp_path)) == 2  # haberman's cell and cmc.1's first; no partial file under a final name
-    assert not [p for p in tmp_path.iterdir() if p.suffix != ".parquet"]  # the temporary file is removed
+    assert not [p for p in tmp_path.iterdir() if p.suffix not in (".parquet", ".sha256")]  # the temporary file is gone
     monkeypatch.setattr(pq, "write_table", real_write)
     counter = Counter()
     monkeypatch.setattr(grid, "method_frame", counter)
@@ -249,6 +252,8 @@ def test_ray_backend_runs_or_says_it_is_missing(tmp_path):
     (["run", "--datasets", "haberman", "--n-jobs", "0", "--results", "R"], "n_jobs"),
     (["run", "--datasets", "haberman", "--protocol", "npp", "--results", "R"], "protocol"),
     (["summary", "--results", "/nonexistent/capshift-results"], "not a directory"),
+    (["run", "--datasets", "haberman", "--cell-timeout", "0", "--results", "R"], "cell_timeout"),
+    (["run", "--datasets", "haberman", "--cell-timeout", "soon", "--results", "R"], "--cell-timeout"),
 ])
 def test_cli_argument_errors(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -266,7 +271,7 @@ def test_cli_runs_and_resumes(tmp_path):
            "--sample-size", "40", "--seed", "2", "--measures", "accuracy", "f1", "--n-jobs", "1", "--no-progress"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "2 cells" in out.stdout and "RuntimeWarning" not in out.stderr
+    assert "0 cells reused, 2 computed, 0 failed" in out.stdout and "RuntimeWarning" not in out.stderr
     df = grid.load_results(tmp_path / "res")
     ref = grid.run_grid(["haberman"], ["lr"], ["Naive", "LEAP_ACC"], None, **KW)
     key = ["method", "measure", "sample"]
@@ -275,3 +280,190 @@ def test_cli_runs_and_resumes(tmp_path):
     summary = subprocess.run([sys.executable, "-m", "capshift.experiment", "summary", "--results",
                               str(tmp_path / "res")], capture_output=True, text=True, timeout=120)
     assert summary.returncode == 0 and "LEAP_ACC" in summary.stdout and "haberman" in summary.stdout
+
+
+# ---------------------------------------------------------------------------------------- integrity (issue 18)
+SMALL = dict(datasets=["haberman"], classifiers=["lr"], methods=["Naive", "LEAP_KDEy"])
+
+
+def test_an_interrupt_a_dependency_swallows_aborts_the_cell_and_the_run(tmp_path, monkeypatch):
+    """Ctrl-C while KDEy's surrogate MLP trains: scikit-learn catches it and only warns; the runner must still stop,
+    write nothing of that pair, and a resume must give the numbers of an uninterrupted run."""
+    import signal
+
+    from sklearn.neural_network import MLPClassifier
+
+    clean = grid.run_grid(**SMALL, results=tmp_path / "clean", **KW)
+    real = MLPClassifier._backprop
+    calls = []
+
+    def interrupted_backprop(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 5:  # a few mini-batches in: the user presses Ctrl-C
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(MLPClassifier, "_backprop", interrupted_backprop)
+    with pytest.warns(UserWarning, match="Training interrupted by user"), pytest.raises(KeyboardInterrupt):
+        grid.run_grid(**SMALL, results=tmp_path / "run", **KW)
+    assert len(calls) >= 5 and cells(tmp_path / "run") == []  # the half-trained surrogate reached no cell
+    monkeypatch.setattr(MLPClassifier, "_backprop", real)
+    resumed = grid.run_grid(**SMALL, results=tmp_path / "run", **KW)
+    assert resumed.attrs["cells"] == {"reused": 0, "computed": 2, "failed": 0}
+    pd.testing.assert_frame_equal(numbers(resumed), numbers(clean), check_exact=True)
+
+
+def test_a_hanging_cell_is_cut_at_its_budget_recorded_and_retried(reference, tmp_path, monkeypatch, capsys):
+    real = experiment.method_frame
+
+    def hangs_on_leap_acc(ctx, name, *args):
+        if name == "LEAP_ACC" and ctx.split.name == "haberman":
+            time.sleep(3600)
+        return real(ctx, name, *args)
+
+    monkeypatch.setattr(grid, "method_frame", hangs_on_leap_acc)
+    small = dict(GRID, classifiers=["lr"])
+    t0 = time.perf_counter()
+    with pytest.warns(grid.FailedCellsWarning, match="haberman / lr / LEAP_ACC: time budget exceeded"):
+        df = grid.run_grid(**small, results=tmp_path, cell_timeout=1.5, **KW)
+    assert time.perf_counter() - t0 < 60
+    assert df.attrs["cells"] == {"reused": 0, "computed": 5, "failed": 1}
+    assert df.attrs["failed"][["dataset", "classifier", "method"]].values.tolist() == [["haberman", "lr", "LEAP_ACC"]]
+    assert not ((df.dataset == "haberman") & (df.method == "LEAP_ACC")).any()  # no number for a failed cell
+    _, full = reference
+    others = full[(full.classifier == "lr") & ~((full.dataset == "haberman") & (full.method == "LEAP_ACC"))]
+    pd.testing.assert_frame_equal(numbers(df), numbers(others.reset_index(drop=True)))
+    (record,) = tmp_path.glob("*.failed.json")
+    assert "time budget exceeded" in record.read_text()
+    # load_results and the summary command report it
+    with pytest.warns(grid.FailedCellsWarning, match="LEAP_ACC"):
+        loaded = grid.load_results(tmp_path)
+    assert len(loaded.attrs["failed"]) == 1 and len(loaded) == len(df)
+    assert cli.main(["summary", "--results", str(tmp_path)]) == 1
+    assert "haberman / lr / LEAP_ACC: time budget exceeded" in capsys.readouterr().err
+    # a raising cell is a failed cell too, with its reason; a re-run retries only the failed cells
+    monkeypatch.setattr(grid, "method_frame", Counter())
+    again = grid.run_grid(**small, results=tmp_path, cell_timeout=1.5, **KW)
+    assert grid.method_frame.calls == [("haberman", "lr", "LEAP_ACC")]
+    assert again.attrs["cells"] == {"reused": 5, "computed": 1, "failed": 0}
+    assert not list(tmp_path.glob("*.failed.json"))  # the record goes when the cell is done
+    pd.testing.assert_frame_equal(numbers(again), numbers(full[full.classifier == "lr"].reset_index(drop=True)))
+
+
+def test_a_raising_cell_is_recorded_with_its_reason(tmp_path, monkeypatch):
+    real = experiment.method_frame
+
+    def raises(ctx, name, *args):
+        if name == "Naive":
+            raise RuntimeError("solver diverged")
+        return real(ctx, name, *args)
+
+    monkeypatch.setattr(grid, "method_frame", raises)
+    with pytest.warns(grid.FailedCellsWarning, match="Naive: RuntimeError: solver diverged"):
+        df = grid.run_grid(["haberman"], ["lr"], ["Naive", "LEAP_ACC"], tmp_path, **KW)
+    assert set(df.method) == {"LEAP_ACC"} and df.attrs["failed"]["reason"].tolist() == ["RuntimeError: solver diverged"]
+
+
+def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_numbers(tmp_path):
+    """The process is killed (SIGKILL: no handler runs) after its first cells are on disk; the same command
+    resumes, reusing them, and the results are those of an uninterrupted run."""
+    import signal
+
+    args = ["--datasets", "haberman", "cmc.1", "wdbc", "--classifiers", "lr", "--methods", "Naive", "LEAP_ACC",
+            "S-LEAP_CC", "--n-samples", "12", "--sample-size", "40", "--seed", "2", "--measures", "accuracy", "f1",
+            "--n-jobs", "1", "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "capshift.experiment", "run", *args, "--results",
+                             str(tmp_path / "res")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while len(cells(tmp_path / "res")) < 2 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = len(cells(tmp_path / "res"))
+    assert 0 < done < 9, "the kill landed mid-run"
+    out = subprocess.run([sys.executable, "-m", "capshift.experiment", "run", *args, "--results",
+                          str(tmp_path / "res")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    reused = int(out.stdout.split(" cells reused")[0])
+    assert done - 1 <= reused <= done  # a cell half-written when killed is not a cell (its checksum is absent)
+    ref = grid.run_grid(["haberman", "cmc.1", "wdbc"], ["lr"], ["Naive", "LEAP_ACC", "S-LEAP_CC"], None, **KW)
+    df = grid.load_results(tmp_path / "res")
+    key = ["dataset", "method", "measure", "sample"]
+    pd.testing.assert_frame_equal(numbers(df[ref.columns].sort_values(key, ignore_index=True)),
+                                  numbers(ref.sort_values(key, ignore_index=True)))
+
+
+def test_every_changed_byte_of_a_cell_is_detected(tmp_path):
+    grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path, **KW)
+    (cell,) = tmp_path.glob("*.parquet")
+    checksum = Path(f"{cell}.sha256")
+    for path in (cell, checksum):
+        original = path.read_bytes()
+        for offset in range(len(original)):
+            flipped = bytearray(original)
+            flipped[offset] ^= 0x20
+            path.write_bytes(bytes(flipped))
+            with pytest.warns(RuntimeWarning, match="ignoring results file"):
+                assert grid._read_cell(cell) is None, f"byte {offset} of {path.name} changed unnoticed"
+        path.write_bytes(original)
+    assert grid._read_cell(cell) is not None
+
+
+def test_files_follow_the_umask_and_summary_recomputes_nothing(tmp_path):
+    old = os.umask(0o022)
+    try:
+        grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path, **KW)
+    finally:
+        os.umask(old)
+    for p in tmp_path.iterdir():
+        assert p.stat().st_mode & 0o777 == 0o644, p.name
+    (cell,) = tmp_path.glob("*.parquet")
+    cell.write_bytes(cell.read_bytes()[:-1] + b"\x00")
+    with pytest.warns(RuntimeWarning, match="it is left out") as rec:
+        assert grid.load_results(tmp_path).empty
+    assert not any("recomputed" in str(w.message) for w in rec)
+
+
+@pytest.mark.parametrize("where", ["file", "below_file", "uncreatable", "read_only"])
+def test_a_bad_results_path_is_refused_before_any_work(tmp_path, monkeypatch, capsys, where):
+    (tmp_path / "f").write_text("x")
+    path = {"file": tmp_path / "f", "below_file": tmp_path / "f" / "results", "uncreatable": Path("/proc/capshift"),
+            "read_only": tmp_path / "ro"}[where]
+    if where == "read_only":
+        path.mkdir()
+        path.chmod(0o500)
+        if os.access(path, os.W_OK):  # root ignores permission bits: a read-only file system instead
+            path = Path("/sys/kernel")
+    counter = Counter()
+    monkeypatch.setattr(grid, "method_frame", counter)
+    with pytest.raises(ValueError, match="results="):
+        grid.run_grid(["haberman"], ["lr"], ["Naive"], path, **KW)
+    assert counter.calls == []
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--datasets", "haberman", "--methods", "Naive", "--results", str(path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err and "results=" in err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("budget, exc", [(0, ValueError), (-1, ValueError), (float("nan"), ValueError),
+                                         ("10", TypeError), (True, TypeError)])
+def test_a_bad_time_budget_is_refused(tmp_path, budget, exc):
+    with pytest.raises(exc, match="cell_timeout"):
+        grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path, cell_timeout=budget, **KW)
+
+
+def _sleep_guarded(budget):
+    """In a loky worker: is the budget enforced there (tasks run in the worker process's main thread)?"""
+    t0 = time.perf_counter()
+    try:
+        with grid._guarded(budget):
+            time.sleep(30)
+    except grid.CellTimeout:
+        return "timeout", time.perf_counter() - t0
+    return "finished", time.perf_counter() - t0
+
+
+def test_the_budget_holds_in_loky_workers():
+    from joblib import Parallel, delayed
+    out = Parallel(n_jobs=2, backend="loky")(delayed(_sleep_guarded)(0.5) for _ in range(2))
+    assert all(kind == "timeout" and secs < 10 for kind, secs in out), out

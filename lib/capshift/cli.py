@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 
 from . import book
 from . import datasets as _datasets
 from .classifiers import CLASSIFIERS
 from .experiment import DEFAULT_METHODS
-from .grid import load_results, run_grid
+from .grid import DEFAULT_CELL_TIMEOUT, FailedCellsWarning, load_results, run_grid
 from .leap import DEFAULT_SOLVER, SOLVERS
 
 __all__ = ["main", "grid_main", "add_grid_commands", "run_grid_command"]
@@ -55,6 +56,9 @@ def add_grid_commands(sub) -> argparse.ArgumentParser:
     r.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="dask scheduler address (e.g. tcp://host:8786) or Ray address; with --backend dask and "
                         "no address, a local cluster of --n-jobs workers is started")
+    r.add_argument("--cell-timeout", type=float, default=DEFAULT_CELL_TIMEOUT, metavar="SECONDS",
+                   help="time budget of one cell; a cell past it (or raising) is recorded as failed, the grid goes "
+                        "on, and a re-run retries it (default: %(default)g)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     s = sub.add_parser("summary", help="mean AE per dataset and method of a results directory")
     s.add_argument("--results", required=True, metavar="DIR")
@@ -74,31 +78,49 @@ def run_grid_command(args: argparse.Namespace, parser: argparse.ArgumentParser,
     ``run_parser.error`` (status 2, one line)."""
     if args.command == "summary":
         try:
-            df = load_results(args.results)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FailedCellsWarning)  # listed below, in full
+                df = load_results(args.results)
         except (ValueError, TypeError) as exc:
             parser.error(str(exc))
         if df.empty:
             print(f"{args.results}: no results")
-            return 0
-        table = df.groupby(["classifier", "measure", "dataset", "method"], sort=False)["ae"].mean().unstack("method")
-        print(table.round(4).to_string())
-        return 0
+        else:
+            table = df.groupby(["classifier", "measure", "dataset", "method"], sort=False)["ae"].mean()
+            print(table.unstack("method").round(4).to_string())
+        _print_failed(df.attrs["failed"])
+        return 1 if len(df.attrs["failed"]) else 0
     try:
         t0 = time.perf_counter()
-        df = run_grid(_expand_datasets(args.datasets), args.classifiers, args.methods, args.results,
-                      protocol=args.protocol, n_samples=args.n_samples, sample_size=args.sample_size,
-                      measures=args.measures, seed=args.seed, solver=args.solver, n_jobs=args.n_jobs,
-                      backend=args.backend, scheduler=args.scheduler, progress=not args.no_progress)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FailedCellsWarning)  # listed below, in full
+            df = run_grid(_expand_datasets(args.datasets), args.classifiers, args.methods, args.results,
+                          protocol=args.protocol, n_samples=args.n_samples, sample_size=args.sample_size,
+                          measures=args.measures, seed=args.seed, solver=args.solver, n_jobs=args.n_jobs,
+                          backend=args.backend, scheduler=args.scheduler, progress=not args.no_progress,
+                          cell_timeout=args.cell_timeout)
     except (ValueError, TypeError) as exc:
         run_parser.error(str(exc))
     except KeyboardInterrupt:
-        print(f"interrupted: the finished cells are in {args.results}; re-run the same command to resume",
-              file=sys.stderr)
+        print(f"interrupted: the finished cells are in {args.results} (the cell in hand was not written); re-run "
+              "the same command to resume", file=sys.stderr)
         return 130
-    cells = df.groupby(["dataset", "classifier", "method"]).ngroups
-    print(f"{cells} cells, {len(df)} rows in {args.results} ({time.perf_counter() - t0:.1f} s); "
-          f"mean AE by method:\n{df.groupby(['measure', 'method'])['ae'].mean().round(4).to_string()}")
-    return 0
+    c = df.attrs["cells"]
+    print(f"{c['reused']} cells reused, {c['computed']} computed, {c['failed']} failed; {len(df)} rows in "
+          f"{args.results} ({time.perf_counter() - t0:.1f} s)")
+    if len(df):
+        print(f"mean AE by method:\n{df.groupby(['measure', 'method'])['ae'].mean().round(4).to_string()}")
+    _print_failed(df.attrs["failed"])
+    return 1 if c["failed"] else 0
+
+
+def _print_failed(failed) -> None:
+    """The failed cells, one line each, on stderr (they have no results; a re-run retries them)."""
+    if len(failed):
+        print(f"{len(failed)} failed cell(s), without results (re-run the same command to retry them):",
+              file=sys.stderr)
+        for d, c, m, r in zip(failed.dataset, failed.classifier, failed.method, failed.reason):
+            print(f"  {d} / {c} / {m}: {r}", file=sys.stderr)
 
 
 def _parser(prog: str, book_commands: bool) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:

@@ -5,7 +5,12 @@ classifier) it fits h on L, draws the protocol's samples from U and computes h's
 posteriors on U and the shared quantifiers' estimates once; every method of that pair reuses them (their
 time is not in ``seconds``). Each finished (dataset, classifier, method) *cell* is written at once to the
 results directory as one parquet file (a temporary file in the same directory, then ``os.replace``, so a
-file is either complete or absent). A re-run reads the cells it finds and computes only the missing
+file is either complete or absent) with a checksum file (``<cell>.sha256``, sha256sum format): a cell whose
+bytes changed on disk is never reused. A cell is written only after a computation that finished without an
+error and uninterrupted: Ctrl-C ends the run even when a dependency swallows it (scikit-learn's MLP does).
+A cell that raises or runs past its time budget (``cell_timeout``) is a *failed* cell: its reason is recorded
+(``<cell>.failed.json``), the grid goes on, :func:`run_grid` and :func:`load_results` list it, and a re-run
+retries it. A re-run reads the cells it finds and computes only the missing and failed
 ones; the file name holds a hash of every parameter that changes the numbers (dataset, classifier,
 method and its registered class and parameters, protocol, number and size of samples, measures, seed,
 solver), ``capshift.__version__`` and a hash of capshift's source files, so a changed parameter or a changed
@@ -25,10 +30,17 @@ import contextlib
 import functools
 import hashlib
 import json
+import math
+import numbers
 import os
 import re
+import signal
 import tempfile
+import threading
+import time
+import traceback
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -43,7 +55,8 @@ from .leap import DEFAULT_SOLVER
 from .classifiers import CLASSIFIERS
 from .experiment import DEFAULT_METHODS, RESULT_COLUMNS, check_run_args, method_frame, prepare
 
-__all__ = ["BACKENDS", "KEY_FIELDS", "cell_key", "code_fingerprint", "run_grid", "load_results"]
+__all__ = ["BACKENDS", "KEY_FIELDS", "DEFAULT_CELL_TIMEOUT", "CellTimeout", "FailedCellsWarning", "cell_key",
+           "code_fingerprint", "run_grid", "load_results"]
 
 #: Parallel backends of :func:`run_grid`.
 BACKENDS = ("loky", "dask", "ray")
@@ -51,6 +64,21 @@ BACKENDS = ("loky", "dask", "ray")
 KEY_FIELDS = ("dataset", "classifier", "method", "method_spec", "protocol", "n_samples", "sample_size",
               "measures", "seed", "solver", "version", "code")
 _META = b"capshift.cell"
+#: Default time budget of one cell, in seconds (:func:`run_grid`'s ``cell_timeout``; the CLI's ``--cell-timeout``).
+#: Generous: a cell of the LEAP study takes seconds, a hung one runs for ever; the budget turns the latter into
+#: a recorded failure instead of a run that never ends.
+DEFAULT_CELL_TIMEOUT = 1200.0
+_FAILED = ".failed.json"  # suffix of a failed cell's record (next to where its .parquet would be)
+_SUM = ".sha256"  # suffix of a cell's checksum file (sha256sum format: a cell whose bytes changed is never reused)
+
+
+class CellTimeout(BaseException):
+    """A cell ran past its time budget. A BaseException, like KeyboardInterrupt, so that a dependency's
+    ``except Exception`` cannot swallow it."""
+
+
+class FailedCellsWarning(UserWarning):
+    """Some cells of a grid failed (an error or the time budget): they are listed, never turned into numbers."""
 
 
 def _spec_text(spec) -> str:
@@ -102,14 +130,24 @@ def _to_frame(table) -> pd.DataFrame:
     return frame[RESULT_COLUMNS]
 
 
-def _write_cell(path: Path, frame: pd.DataFrame, key: dict) -> None:
-    """Write one cell atomically: a temporary file in the same directory, then ``os.replace``."""
-    import pyarrow.parquet as pq
-    table = _to_table(frame, key)
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _replace_atomically(path: Path, write) -> None:
+    """``write(tmp)`` into a temporary file in ``path``'s directory, give it the user's umask permissions
+    (mkstemp makes 0600), then ``os.replace``: the file is either complete or absent."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        pq.write_table(table, tmp)
+        write(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -117,41 +155,146 @@ def _write_cell(path: Path, frame: pd.DataFrame, key: dict) -> None:
         raise
 
 
-def _read_cell(path: Path):
-    """``(key, frame)`` of a cell file, or None if it is absent or unreadable (then it is recomputed)."""
+def _write_cell(path: Path, frame: pd.DataFrame, key: dict) -> None:
+    """Write one cell atomically with its checksum file (``<cell>.sha256``); drop a failure record of it."""
+    import pyarrow.parquet as pq
+    table = _to_table(frame, key)
+    _replace_atomically(path, lambda tmp: pq.write_table(table, tmp))
+    digest = _sha256(path)
+    _replace_atomically(path.with_name(path.name + _SUM),
+                        lambda tmp: Path(tmp).write_text(f"{digest}  {path.name}\n"))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path.with_suffix(_FAILED))
+
+
+def _read_cell(path: Path, when_bad: str = "it is recomputed"):
+    """``(key, frame)`` of a cell file, or None if it is absent, unreadable, or its bytes differ from its
+    checksum (then a RuntimeWarning says so, ending with ``when_bad``: what the caller does about it)."""
     import pyarrow.parquet as pq
     if not path.is_file():
         return None
     try:
+        recorded = path.with_name(path.name + _SUM).read_text()
+        if recorded != f"{_sha256(path)}  {path.name}\n":
+            raise ValueError("its bytes differ from its checksum file: the file changed after it was written")
         table = pq.read_table(path)
         key = json.loads(table.schema.metadata[_META])
         return key, _to_frame(table)
-    except Exception as exc:  # a damaged file is not a result: say so and recompute it
-        warnings.warn(f"ignoring unreadable results file {path} ({type(exc).__name__}: {exc}); it is recomputed",
+    except Exception as exc:  # a damaged file is not a result: say so (and recompute it, when the caller does)
+        warnings.warn(f"ignoring results file {path} ({type(exc).__name__}: {exc}); {when_bad}",
                       RuntimeWarning, stacklevel=3)
         return None
 
 
+def _failure(key: dict, exc: BaseException, seconds: float, budget) -> dict:
+    """The record of a failed cell: its key, the reason (one line), the end of the traceback, the time spent."""
+    if isinstance(exc, CellTimeout):
+        reason = f"time budget exceeded: stopped after {budget:g} s (cell_timeout)"
+    else:
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    tb = "".join(traceback.format_exception(exc)[-6:])
+    return {"key": key, "reason": reason, "traceback": tb, "seconds": round(seconds, 3),
+            "when": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def _write_failure(path: Path, failure: dict) -> None:
+    _replace_atomically(path.with_suffix(_FAILED),
+                        lambda tmp: Path(tmp).write_text(json.dumps(failure, indent=1, default=str)))
+
+
+def _read_failures(results: Path) -> list[dict]:
+    out = []
+    for path in sorted(results.glob("*" + _FAILED)):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            record = json.loads(path.read_text())
+            out.append({**{f: record["key"][f] for f in ("dataset", "classifier", "method")},
+                        "reason": record["reason"], "seconds": record.get("seconds"), "key": record["key"],
+                        "file": path.name})
+    return out
+
+
+@contextlib.contextmanager
+def _guarded(budget):
+    """Run a block with a time budget (SIGALRM -> :class:`CellTimeout`) and an interrupt that no dependency can
+    swallow: Ctrl-C still raises KeyboardInterrupt where it lands, and if the block then ends normally (e.g.
+    scikit-learn's MLP catches it and only warns "Training interrupted by user") KeyboardInterrupt is raised
+    again here, so a half-computed result is never kept. Signals exist only in a process's main thread (in
+    the main process and loky workers; not in Dask's worker threads, where the block runs unguarded)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    hit = {"interrupt": False, "timeout": False}
+
+    def on_interrupt(signum, frame):
+        hit["interrupt"] = True
+        raise KeyboardInterrupt
+
+    def on_alarm(signum, frame):
+        hit["timeout"] = True
+        raise CellTimeout(budget)
+
+    timed = budget is not None and hasattr(signal, "SIGALRM")
+    old_int = signal.signal(signal.SIGINT, on_interrupt)
+    old_alarm = signal.signal(signal.SIGALRM, on_alarm) if timed else None
+    if timed:
+        signal.setitimer(signal.ITIMER_REAL, budget)
+    try:
+        yield
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old_alarm)
+        signal.signal(signal.SIGINT, old_int)
+    if hit["interrupt"]:
+        raise KeyboardInterrupt("interrupted while a cell was computed (a dependency swallowed the interrupt); "
+                                "the cell is not kept")
+    if hit["timeout"]:
+        raise CellTimeout(budget)
+
+
 # ---- the work of one (dataset, classifier) pair ----
 def _run_pair(dataset, classifier, cells, params, results_dir):
-    """Prepare (dataset, classifier) once and compute its missing ``cells`` ((method, key, file name));
-    each cell is written as soon as it is done when ``results_dir`` is visible here. Returns
-    ``[(file name, key, frame)]``."""
+    """Prepare (dataset, classifier) once and compute its missing ``cells`` ((method, key, file name)), each
+    within ``params["cell_timeout"]`` seconds; a cell is written as soon as it is done (or its failure record,
+    if it raised or ran out of time) when ``results_dir`` is visible here. KeyboardInterrupt ends the pair (and
+    the run) without writing the cell in hand. Returns ``[(file name, key, frame or None, failure or None)]``."""
     with threadpool_limits(limits=1):  # the same float arithmetic here, in a loky worker or on a Dask worker
         return _run_pair_body(dataset, classifier, cells, params, results_dir)
 
 
 def _run_pair_body(dataset, classifier, cells, params, results_dir):
+    budget = params["cell_timeout"]
+    visible = results_dir is not None and os.path.isdir(results_dir)
     specs = [registry.get(m) for m, _, _ in cells]
-    ctx = prepare(dataset, classifier, specs, params["protocol"], params["n_samples"], params["sample_size"],
-                   params["seed"])
     out = []
+    t0 = time.perf_counter()
+    try:
+        with _guarded(budget):  # the shared work (h, samples, quantifiers) has the budget of one cell
+            ctx = prepare(dataset, classifier, specs, params["protocol"], params["n_samples"], params["sample_size"],
+                          params["seed"])
+    except (Exception, CellTimeout) as exc:  # KeyboardInterrupt is neither: it ends the run
+        for method, key, fname in cells:
+            failure = _failure(key, exc, time.perf_counter() - t0, budget)
+            failure["reason"] = f"preparing ({dataset}, {classifier}) failed: {failure['reason']}"
+            if visible:
+                _write_failure(Path(results_dir) / fname, failure)
+            out.append((fname, key, None, failure))
+        return out
     for (method, key, fname), spec in zip(cells, specs):
-        frame = method_frame(ctx, method, spec, params["measures"], params["solver"])
-        frame = _to_frame(_to_table(frame, key))  # the dtypes a cell has when read back
-        if results_dir is not None and os.path.isdir(results_dir):
+        t0 = time.perf_counter()
+        try:
+            with _guarded(budget):
+                frame = method_frame(ctx, method, spec, params["measures"], params["solver"])
+                frame = _to_frame(_to_table(frame, key))  # the dtypes a cell has when read back
+        except (Exception, CellTimeout) as exc:
+            failure = _failure(key, exc, time.perf_counter() - t0, budget)
+            if visible:
+                _write_failure(Path(results_dir) / fname, failure)
+            out.append((fname, key, None, failure))
+            continue
+        if visible:
             _write_cell(Path(results_dir) / fname, frame, key)
-        out.append((fname, key, frame))
+        out.append((fname, key, frame, None))
     return out
 
 
@@ -225,7 +368,7 @@ def _check_grid_args(names, kind):
 def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=None, *, protocol: str = "upp",
              n_samples: int = 1000, sample_size: int = 100, measures=("accuracy",), seed: int = 0,
              solver: str = DEFAULT_SOLVER, n_jobs: int = 1, backend: str = "loky", scheduler=None,
-             progress: bool = True) -> pd.DataFrame:
+             progress: bool = True, cell_timeout: float | None = DEFAULT_CELL_TIMEOUT) -> pd.DataFrame:
     """Run a grid of datasets x classifiers x methods, resumably, and return its tidy results.
 
     Parameters
@@ -251,16 +394,31 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
     scheduler : distributed.Client, str or None
         See ``backend``; only for ``"dask"`` and ``"ray"``.
     progress : bool
-        A tqdm bar over the cells still to compute, with the estimated time left.
+        A tqdm bar over the cells still to compute, with the estimated time left, and a line saying how many
+        cells were reused, computed and failed.
+    cell_timeout : float or None
+        Time budget of one cell in seconds (default :data:`DEFAULT_CELL_TIMEOUT`; None: no budget). A cell that
+        runs past it, or raises, is a *failed* cell: its reason is recorded in the results directory
+        (``<cell>.failed.json``), the grid goes on, and a re-run retries it. The budget is enforced by SIGALRM
+        in the process computing the cell (the main process and loky workers; not in Dask's or Ray's worker
+        threads). The (dataset, classifier) preparation shared by a pair's cells has the same budget.
 
     Returns
     -------
     pandas.DataFrame
-        :func:`capshift.experiment.run_experiment`'s columns, cells in grid order (dataset, classifier,
-        method). The numbers do not depend on ``n_jobs``, ``backend``, or on how often the run was
-        interrupted; ``seconds`` is the time measured when the cell was computed.
+        :func:`capshift.experiment.run_experiment`'s columns, the finished cells in grid order (dataset,
+        classifier, method). The numbers do not depend on ``n_jobs``, ``backend``, or on how often the run was
+        interrupted; ``seconds`` is the time measured when the cell was computed. ``df.attrs["cells"]`` counts
+        the cells ``{"reused", "computed", "failed"}``; ``df.attrs["failed"]`` is a DataFrame of the failed cells
+        (``dataset, classifier, method, reason, seconds``), empty if none failed; a :class:`FailedCellsWarning`
+        lists them too. A failed cell has no rows: it is never turned into a number.
 
-    Raises ValueError/TypeError naming the argument for bad arguments, before any work.
+    Interrupts: Ctrl-C (KeyboardInterrupt) ends the run at once, also when a dependency swallows it (it is
+    re-raised after the cell in hand, which is not written); the finished cells stay on disk. A cell file whose
+    bytes changed after it was written (its ``.sha256`` checksum file) is recomputed, never reused.
+
+    Raises ValueError/TypeError naming the argument for bad arguments, before any work: among them a ``results``
+    path that is a file, lies below a file, cannot be created or is not writable, and ``cell_timeout`` <= 0.
     """
     datasets = _check_grid_args(datasets, "datasets")
     classifiers = _check_grid_args(classifiers, "classifiers")
@@ -292,21 +450,24 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
         if not isinstance(scheduler, Client):
             raise TypeError(f"scheduler must be a scheduler address (str) or a distributed.Client, "
                             f"got {type(scheduler).__name__}")
+    if cell_timeout is not None:
+        if isinstance(cell_timeout, bool) or not isinstance(cell_timeout, numbers.Real):
+            raise TypeError(f"cell_timeout must be a number of seconds or None, got {cell_timeout!r}")
+        if not (math.isfinite(cell_timeout) and cell_timeout > 0):
+            raise ValueError(f"cell_timeout must be a positive number of seconds (or None: no budget), got "
+                             f"{cell_timeout!r}")
+        cell_timeout = float(cell_timeout)
     if results is not None:
-        if not isinstance(results, (str, os.PathLike)):
-            raise TypeError(f"results must be a directory path or None, got {type(results).__name__}")
-        results = Path(results)
-        if results.exists() and not results.is_dir():
-            raise ValueError(f"results={str(results)!r} exists and is not a directory")
-        results.mkdir(parents=True, exist_ok=True)
+        results = _check_results_dir(results)
 
     params = dict(protocol=protocol, n_samples=int(n_samples), sample_size=int(sample_size), measures=measures,
-                  seed=int(seed), solver=solver)
+                  seed=int(seed), solver=solver, cell_timeout=cell_timeout)
+    key_params = {k: v for k, v in params.items() if k != "cell_timeout"}  # the budget does not change a number
     order, frames, todo = [], {}, {}
     for d in datasets:
         for c in classifiers:
             for m in methods:
-                key = cell_key(d, c, m, **params)
+                key = cell_key(d, c, m, **key_params)
                 fname = _file_name(key)
                 order.append(fname)
                 found = _read_cell(results / fname) if results is not None else None
@@ -316,6 +477,10 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
                     todo.setdefault((d, c), []).append((m, key, fname))
 
     n_todo = sum(map(len, todo.values()))
+    counts = {"reused": len(frames), "computed": 0, "failed": 0}
+    failures = []
+    if progress and results is not None:
+        tqdm.write(f"{results}: {counts['reused']} cell(s) reused, {n_todo} to compute", file=sys.stderr)
     if n_todo:
         where = None if results is None else str(results)
         bar = tqdm(total=n_todo, desc="cells", unit="cell", disable=not progress)
@@ -323,15 +488,61 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
             tasks = [delayed(_run_pair)(d, c, cells, params, where) for (d, c), cells in todo.items()]
             try:
                 for out in _results_as_done(tasks, jobs, backend):
-                    for fname, key, frame in out:
+                    for fname, key, frame, failure in out:
+                        if failure is not None:
+                            if results is not None and not (results / fname).with_suffix(_FAILED).is_file():
+                                _write_failure(results / fname, failure)  # a worker that could not see it
+                            failures.append(failure)
+                            counts["failed"] += 1
+                            continue
                         if results is not None and not (results / fname).is_file():
                             _write_cell(results / fname, frame, key)  # a worker that could not see the directory
                         frames[fname] = frame
+                        counts["computed"] += 1
                     bar.update(len(out))
             finally:
                 bar.close()
-    parts = [frames[f] for f in order]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
+    if progress:
+        tqdm.write(f"cells: {counts['reused']} reused, {counts['computed']} computed, {counts['failed']} failed",
+                   file=sys.stderr)
+    parts = [frames[f] for f in order if f in frames]
+    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
+    failed = _failed_frame([{**{f: r["key"][f] for f in ("dataset", "classifier", "method")}, "reason": r["reason"],
+                             "seconds": r["seconds"]} for r in failures])
+    if len(failed):
+        warnings.warn(_failed_message(failed, "run_grid"), FailedCellsWarning, stacklevel=2)
+    df.attrs["cells"], df.attrs["failed"] = counts, failed
+    return df
+
+
+def _failed_frame(rows) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["dataset", "classifier", "method", "reason", "seconds"])
+
+
+def _failed_message(failed: pd.DataFrame, where: str) -> str:
+    lines = [f"  {d} / {c} / {m}: {r}" for d, c, m, r in zip(failed.dataset, failed.classifier, failed.method,
+                                                               failed.reason)]
+    return (f"{len(failed)} cell(s) failed and have no results ({where}; a re-run of the grid retries them):\n"
+            + "\n".join(lines))
+
+
+def _check_results_dir(results) -> Path:
+    """The results directory, created if absent; ValueError naming ``results`` if it is a file, lies below a
+    file, cannot be created or is not writable (checked before any work)."""
+    if not isinstance(results, (str, os.PathLike)):
+        raise TypeError(f"results must be a directory path or None, got {type(results).__name__}")
+    results = Path(results)
+    if results.exists() and not results.is_dir():
+        raise ValueError(f"results={str(results)!r} exists and is not a directory: name a directory")
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=results):
+            pass
+    except OSError as exc:
+        what = "cannot be created" if not results.is_dir() else "is not writable"
+        raise ValueError(f"results={str(results)!r} {what} ({exc.strerror or exc}): choose a directory you can "
+                         "write to") from None
+    return results
 
 
 def load_results(results, **where) -> pd.DataFrame:
@@ -343,6 +554,11 @@ def load_results(results, **where) -> pd.DataFrame:
     the given values (e.g. ``seed=0, n_samples=1000``; a list matches any of its values). Rows are ordered by
     dataset, classifier, method (then as stored). Raises ValueError if the directory does not exist or for
     an unknown field.
+
+    Failed cells (an error or the time budget, recorded by :func:`run_grid`) have no rows; they are listed in
+    ``df.attrs["failed"]`` (``dataset, classifier, method, reason, seconds``, selected by ``where`` too) and by a
+    :class:`FailedCellsWarning`. A cell file whose bytes changed since it was written is left out with a
+    RuntimeWarning (a re-run of the grid recomputes it).
     """
     if not isinstance(results, (str, os.PathLike)):
         raise TypeError(f"results must be a directory path, got {type(results).__name__}")
@@ -354,21 +570,31 @@ def load_results(results, **where) -> pd.DataFrame:
     if bad:
         raise ValueError(f"unknown field(s) {bad} to select by; choose from {list(KEY_FIELDS)}")
     extra = [f for f in KEY_FIELDS if f not in ("dataset", "classifier", "method", "method_spec")]
+    def selected(key):
+        if any(key.get(f) not in (v if isinstance(v, (list, tuple)) else [v]) for f, v in where.items()
+               if f != "measures"):
+            return False
+        return "measures" not in where or key["measures"] == list(where["measures"])
+
     frames = []
     for path in sorted(results.glob("*.parquet")):
-        found = _read_cell(path)
+        found = _read_cell(path, when_bad="it is left out (a re-run of the grid recomputes it)")
         if found is None:
             continue
         key, frame = found
-        if any(key.get(f) not in (v if isinstance(v, (list, tuple)) else [v]) for f, v in where.items()
-               if f != "measures"):
-            continue
-        if "measures" in where and key["measures"] != list(where["measures"]):
+        if not selected(key):
             continue
         for f in extra:
             frame[f] = ",".join(key[f]) if f == "measures" else key[f]
         frames.append(frame)
+    failed = _failed_frame([{f: r[f] for f in ("dataset", "classifier", "method", "reason", "seconds")}
+                            for r in _read_failures(results) if selected(r["key"])])
+    if len(failed):
+        warnings.warn(_failed_message(failed, f"load_results({str(results)!r})"), FailedCellsWarning, stacklevel=2)
     if not frames:
-        return pd.DataFrame(columns=RESULT_COLUMNS + extra)
-    df = pd.concat(frames, ignore_index=True)
-    return df.sort_values(["dataset", "classifier", "method"], kind="stable", ignore_index=True)
+        df = pd.DataFrame(columns=RESULT_COLUMNS + extra)
+    else:
+        df = pd.concat(frames, ignore_index=True)
+        df = df.sort_values(["dataset", "classifier", "method"], kind="stable", ignore_index=True)
+    df.attrs["failed"] = failed
+    return df
