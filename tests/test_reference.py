@@ -110,3 +110,24 @@ def test_interval_table_is_the_papers_table3():
     assert (t["provenance"].str.contains("suspect")).sum() == 6
     # the paper's finding: coverage far below the nominal 95% for both methods
     assert t[t.quantity == "C"].groupby("method")["value"].mean().max() < 0.5
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass"])
+@pytest.mark.parametrize("clf", ["LR", "kNN", "SVM", "MLP"])
+def test_authors_repository_tables_load_and_their_averages_add_up(task, clf):
+    """The authors' repository output (leap2025repo): 7 methods, 29 binary / 21 multiclass datasets, and each
+    printed Average is the mean of the dataset means to rounding (3 decimals per cell)."""
+    v = R.paper_values("leap2025repo", "acc", clf, task)
+    methods = ["Naive", "ATC", "DoC", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy"]
+    assert sorted(set(v.index.get_level_values("method"))) == sorted(methods)
+    datasets = [d for d in dict.fromkeys(v.index.get_level_values("dataset")) if d != "Average"]
+    assert len(datasets) == (29 if task == "binary" else 21)
+    for m in methods:
+        mean = v.loc[[(d, m) for d in datasets], "mean"].mean()
+        assert abs(mean - v.loc[("Average", m), "mean"]) <= 0.0015
+    # the same baseline cells as the printed LR tables, where the paper prints them (README: 247 of 250 identical)
+    if clf == "LR":
+        printed = R.paper_values("leap2025", "acc", "LR", task)
+        shared = [(d, m) for d in datasets for m in ("Naive", "ATC", "DoC", "S-LEAP_KDEy") if (d, m) in printed.index]
+        same = sum(abs(v.loc[k, "mean"] - printed.loc[k, "mean"]) < 1e-9 for k in shared)
+        assert same >= len(shared) - 3

@@ -31,8 +31,14 @@ TABLES = {
     "quacc2025_table3": "quacc2025_table3_LR_binary_acc_f1.csv",
     "quacc2025_table4": "quacc2025_table4_LR_multiclass_acc_f1.csv",
 }
+# The LEAP authors' repository output (github.com/lorenzovolpi/LEAP at commit cdd358c, an earlier run than the
+# printed tables): accuracy tables for LR, kNN, SVM and MLP, 7 methods, the stand-in for the appendix Tables 6-8
+# and 10-11 that the paper's text does not keep. Not the printed appendix: label it "authors' repository output".
+TABLES.update({f"leap2025repo_{task}_{clf}": f"leap_repo_{task}_{clf}_acc.csv"
+               for task in ("binary", "multiclass") for clf in ("lr", "knn", "svm", "mlp")})
 #: short paper name -> value of the CSVs' ``paper`` column
-PAPERS = {"leap2025": "Volpi2025_LEAP_MLJ", "ds2024": "Volpi2024_LEAP_DS", "quacc2025": "Volpi2025_QuAcc_IA"}
+PAPERS = {"leap2025": "Volpi2025_LEAP_MLJ", "ds2024": "Volpi2024_LEAP_DS", "quacc2025": "Volpi2025_QuAcc_IA",
+          "leap2025repo": "Volpi2025_LEAP_repo"}
 
 
 @lru_cache(maxsize=None)
@@ -59,8 +65,10 @@ def paper_values(paper: str = "leap2025", measure: str = "acc", classifier: str 
                  task: str = "binary") -> pd.DataFrame:
     """Published AE values for one (paper, measure, classifier, task), e.g. LEAP 2025 Table 1 by default.
 
-    ``paper``: "leap2025", "ds2024" or "quacc2025"; ``measure``: "acc" or "f1"; ``classifier``: "LR"
-    (plus "kNN", "SVM", "MLP" for ds2024, and "SVM" for leap2025 multiclass accuracy, its Table 9);
+    ``paper``: "leap2025", "ds2024", "quacc2025" or "leap2025repo" (the authors' repository output, accuracy
+    only, for "LR", "kNN", "SVM", "MLP" and 7 methods: not the printed appendix); ``measure``: "acc" or "f1";
+    ``classifier``: "LR" (plus "kNN", "SVM", "MLP" for ds2024 and leap2025repo, and "SVM" for leap2025
+    multiclass accuracy, its Table 9);
     ``task``: "binary" or "multiclass". Returns a DataFrame
     indexed by (dataset, method), columns ``mean``, ``std`` (float; std NaN where not printed) and
     ``dagger``, in the paper's row order; includes the paper's ``Average`` rows where it has them.
