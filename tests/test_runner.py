@@ -187,6 +187,9 @@ def test_load_results(reference, tmp_path):
     df = grid.load_results(src)
     assert len(df) == len(full) and {"seed", "n_samples", "protocol", "measures", "version"} <= set(df.columns)
     assert set(df["seed"]) == {2} and set(df["measures"]) == {"accuracy,f1"}
+    # where the time went: per cell (fit + predict) and per (dataset, classifier) pair (shared preparation)
+    assert (df["cell_seconds"] > 0).all() and (df["prepare_seconds"] > 0).all()
+    assert df.groupby(["dataset", "classifier"])["prepare_seconds"].nunique().eq(1).all()
     key = ["dataset", "classifier", "method", "measure", "sample"]
     a = df[full.columns].sort_values(key, ignore_index=True)
     b = full.sort_values(key, ignore_index=True)

@@ -64,6 +64,7 @@ BACKENDS = ("loky", "dask", "ray")
 KEY_FIELDS = ("dataset", "classifier", "method", "method_spec", "protocol", "n_samples", "sample_size",
               "measures", "seed", "solver", "version", "code")
 _META = b"capshift.cell"
+_TIME = b"capshift.time"  # {"cell_seconds", "prepare_seconds"}: where a cell's time went (not part of its key)
 #: Default time budget of one cell, in seconds (:func:`run_grid`'s ``cell_timeout``; the CLI's ``--cell-timeout``).
 #: Generous: a cell of the LEAP study takes seconds, a hung one runs for ever; the budget turns the latter into
 #: a recorded failure instead of a run that never ends.
@@ -117,11 +118,14 @@ def _file_name(key: dict) -> str:
 
 
 # ---- one cell on disk ----
-def _to_table(frame: pd.DataFrame, key: dict):
+def _to_table(frame: pd.DataFrame, key: dict, timing: dict | None = None):
     import pyarrow as pa
     frame = frame.assign(true_prev=[list(map(float, p)) for p in frame["true_prev"]])
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    return table.replace_schema_metadata({**(table.schema.metadata or {}), _META: json.dumps(key).encode()})
+    meta = {**(table.schema.metadata or {}), _META: json.dumps(key).encode()}
+    if timing is not None:
+        meta[_TIME] = json.dumps(timing).encode()
+    return table.replace_schema_metadata(meta)
 
 
 def _to_frame(table) -> pd.DataFrame:
@@ -155,10 +159,10 @@ def _replace_atomically(path: Path, write) -> None:
         raise
 
 
-def _write_cell(path: Path, frame: pd.DataFrame, key: dict) -> None:
+def _write_cell(path: Path, frame: pd.DataFrame, key: dict, timing: dict | None = None) -> None:
     """Write one cell atomically with its checksum file (``<cell>.sha256``); drop a failure record of it."""
     import pyarrow.parquet as pq
-    table = _to_table(frame, key)
+    table = _to_table(frame, key, timing)
     _replace_atomically(path, lambda tmp: pq.write_table(table, tmp))
     digest = _sha256(path)
     _replace_atomically(path.with_name(path.name + _SUM),
@@ -168,7 +172,7 @@ def _write_cell(path: Path, frame: pd.DataFrame, key: dict) -> None:
 
 
 def _read_cell(path: Path, when_bad: str = "it is recomputed"):
-    """``(key, frame)`` of a cell file, or None if it is absent, unreadable, or its bytes differ from its
+    """``(key, frame, timing)`` of a cell file, or None if it is absent, unreadable, or its bytes differ from its
     checksum (then a RuntimeWarning says so, ending with ``when_bad``: what the caller does about it)."""
     import pyarrow.parquet as pq
     if not path.is_file():
@@ -179,7 +183,8 @@ def _read_cell(path: Path, when_bad: str = "it is recomputed"):
             raise ValueError("its bytes differ from its checksum file: the file changed after it was written")
         table = pq.read_table(path)
         key = json.loads(table.schema.metadata[_META])
-        return key, _to_frame(table)
+        timing = json.loads(table.schema.metadata.get(_TIME, b"{}"))
+        return key, _to_frame(table), timing
     except Exception as exc:  # a damaged file is not a result: say so (and recompute it, when the caller does)
         warnings.warn(f"ignoring results file {path} ({type(exc).__name__}: {exc}); {when_bad}",
                       RuntimeWarning, stacklevel=3)
@@ -278,8 +283,9 @@ def _run_pair_body(dataset, classifier, cells, params, results_dir):
             failure["reason"] = f"preparing ({dataset}, {classifier}) failed: {failure['reason']}"
             if visible:
                 _write_failure(Path(results_dir) / fname, failure)
-            out.append((fname, key, None, failure))
+            out.append((fname, key, None, failure, None))
         return out
+    prepare_seconds = time.perf_counter() - t0
     for (method, key, fname), spec in zip(cells, specs):
         t0 = time.perf_counter()
         try:
@@ -290,11 +296,12 @@ def _run_pair_body(dataset, classifier, cells, params, results_dir):
             failure = _failure(key, exc, time.perf_counter() - t0, budget)
             if visible:
                 _write_failure(Path(results_dir) / fname, failure)
-            out.append((fname, key, None, failure))
+            out.append((fname, key, None, failure, None))
             continue
+        timing = {"cell_seconds": round(time.perf_counter() - t0, 4), "prepare_seconds": round(prepare_seconds, 4)}
         if visible:
-            _write_cell(Path(results_dir) / fname, frame, key)
-        out.append((fname, key, frame, None))
+            _write_cell(Path(results_dir) / fname, frame, key, timing)
+        out.append((fname, key, frame, None, timing))
     return out
 
 
@@ -488,7 +495,7 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
             tasks = [delayed(_run_pair)(d, c, cells, params, where) for (d, c), cells in todo.items()]
             try:
                 for out in _results_as_done(tasks, jobs, backend):
-                    for fname, key, frame, failure in out:
+                    for fname, key, frame, failure, timing in out:
                         if failure is not None:
                             if results is not None and not (results / fname).with_suffix(_FAILED).is_file():
                                 _write_failure(results / fname, failure)  # a worker that could not see it
@@ -496,7 +503,7 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
                             counts["failed"] += 1
                             continue
                         if results is not None and not (results / fname).is_file():
-                            _write_cell(results / fname, frame, key)  # a worker that could not see the directory
+                            _write_cell(results / fname, frame, key, timing)  # a worker that could not see it
                         frames[fname] = frame
                         counts["computed"] += 1
                     bar.update(len(out))
@@ -550,7 +557,9 @@ def load_results(results, **where) -> pd.DataFrame:
 
     Columns: :func:`capshift.experiment.run_experiment`'s, then the other fields of the cache key
     (``protocol, n_samples, sample_size, measures`` (as "accuracy,f1"), ``seed, solver, version``), so runs
-    with different parameters in one directory stay apart. ``where`` keeps the cells whose key fields equal
+    with different parameters in one directory stay apart, then where the cell's time went: ``cell_seconds``
+    (fitting the method on V and predicting every sample) and ``prepare_seconds`` (the work its (dataset,
+    classifier) pair shares: h, the samples, the shared quantifiers; the same for every cell of the pair). ``where`` keeps the cells whose key fields equal
     the given values (e.g. ``seed=0, n_samples=1000``; a list matches any of its values). Rows are ordered by
     dataset, classifier, method (then as stored). Raises ValueError if the directory does not exist or for
     an unknown field.
@@ -581,18 +590,20 @@ def load_results(results, **where) -> pd.DataFrame:
         found = _read_cell(path, when_bad="it is left out (a re-run of the grid recomputes it)")
         if found is None:
             continue
-        key, frame = found
+        key, frame, timing = found
         if not selected(key):
             continue
         for f in extra:
             frame[f] = ",".join(key[f]) if f == "measures" else key[f]
+        for f in ("cell_seconds", "prepare_seconds"):
+            frame[f] = float(timing.get(f, math.nan))
         frames.append(frame)
     failed = _failed_frame([{f: r[f] for f in ("dataset", "classifier", "method", "reason", "seconds")}
                             for r in _read_failures(results) if selected(r["key"])])
     if len(failed):
         warnings.warn(_failed_message(failed, f"load_results({str(results)!r})"), FailedCellsWarning, stacklevel=2)
     if not frames:
-        df = pd.DataFrame(columns=RESULT_COLUMNS + extra)
+        df = pd.DataFrame(columns=RESULT_COLUMNS + extra + ["cell_seconds", "prepare_seconds"])
     else:
         df = pd.concat(frames, ignore_index=True)
         df = df.sort_values(["dataset", "classifier", "method"], kind="stable", ignore_index=True)
