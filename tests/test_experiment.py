@@ -159,3 +159,29 @@ def test_validation_samples_match_the_test_sample_size(monkeypatch):
     # DS's score grows with the sample size: its validation samples take the test samples' size
     assert list(made[0].val_scores_) == [40]
     assert {size for size, _ in made[0].regressors_} == {40}
+
+
+def test_study_record_summarises_the_rows_as_the_papers_tables():
+    from capshift import datasets
+    from capshift.experiment import RECORD_COLUMNS, study_record
+    from capshift.significance import significance
+    names = ["haberman", "cmc.1", "cmc"]
+    df = run_many(names, progress=False, methods=["Naive", "ATC", "LEAP_ACC"], n_samples=15, sample_size=50,
+                  measures=("accuracy", "f1"))
+    rec = study_record(df, {d: datasets.REGISTRY[d].task for d in names})
+    assert list(rec.columns) == RECORD_COLUMNS
+    one = rec[(rec.task == "binary") & (rec.measure == "accuracy")]
+    cells = one[one.dataset != "Average"].set_index(["dataset", "method"])
+    wide = summarise(df[df.dataset.isin(["haberman", "cmc.1"]) & (df.measure == "accuracy")])
+    for (d, m), row in cells.iterrows():
+        assert row["mean"] == pytest.approx(wide.loc[d, ("mean", m)]) and row["std"] == pytest.approx(wide.loc[d, ("std", m)])
+    avg = one[one.dataset == "Average"].set_index("method")
+    for m in ["Naive", "ATC", "LEAP_ACC"]:  # the paper's Average: mean of means, std of the pooled samples
+        assert avg.loc[m, "mean"] == pytest.approx(wide.loc["Average", ("mean", m)], abs=1e-12)
+        assert avg.loc[m, "std"] == pytest.approx(wide.loc["Average", ("std", m)], abs=1e-12)
+        assert avg.loc[m, "n"] == 30
+    sig = significance(df[(df.measure == "accuracy") & (df.dataset == "cmc.1")], by="dataset")
+    assert cells.loc[("cmc.1", sig.loc[sig.best, "method"].iloc[0]), "best"]
+    assert set(rec[(rec.measure == "f1")].method) == {"Naive", "LEAP_ACC"}  # ATC predicts accuracy only
+    with pytest.raises(ValueError, match="task_of"):
+        study_record(df, {"haberman": "binary"})

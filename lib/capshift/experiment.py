@@ -46,7 +46,7 @@ from .shift_experiments import (SHIFT_CAP_METHODS, SHIFT_GRID, SHIFT_QUANTIFIERS
                                 run_shift_cap, run_shift_quantifiers)
 from .significance import significance, wilcoxon_marks
 
-__all__ = ["DEFAULT_METHODS", "RESULT_COLUMNS", "RunContext", "check_run_args", "prepare", "method_frame",
+__all__ = ["DEFAULT_METHODS", "RESULT_COLUMNS", "STUDY_METHODS", "RECORD_COLUMNS", "study_record", "RunContext", "check_run_args", "prepare", "method_frame",
            "make_method", "run_experiment", "run_tables", "run_many", "summarise", "quacc_train_prevalences",
            "run_quacc_protocol", "configuration_study",
            # re-exported (see the imports above)
@@ -335,6 +335,72 @@ def summarise(results: pd.DataFrame, by=("dataset", "method")) -> pd.DataFrame:
     pooled = np.sqrt((stds**2).mean() + means.var(ddof=0))
     g.loc["Average"] = pd.concat({"mean": means.mean(), "std": pooled})
     return g
+
+
+#: The methods of the LEAP paper's Tables 1-2 (Sect. 5.5), by our names: L-CBPE is SLD-CBPE here (see the
+#: baselines chapter), and plain CBPE is run beside it.
+STUDY_METHODS = ("Naive", "ATC", "DoC", "DS", "CBPE", "SLD-CBPE", "NN", "Q-COT", "LEAP_ACC", "LEAP_KDEy",
+                 "S-LEAP_KDEy", "O-LEAP_KDEy")
+#: Columns of :func:`study_record`.
+RECORD_COLUMNS = ["classifier", "task", "measure", "dataset", "method", "mean", "std", "n", "best", "pvalue",
+                  "cell_seconds", "prepare_seconds"]
+
+
+def study_record(results: pd.DataFrame, task_of: dict) -> pd.DataFrame:
+    """A grid's results summarised per table cell, with the paper's Average rows and Wilcoxon tests: the record
+    of a full-scale study that a chapter can read instead of recomputing it (``book/measured/``).
+
+    Parameters
+    ----------
+    results : DataFrame
+        :func:`capshift.grid.load_results` (or :func:`run_experiment`) rows: ``classifier, dataset, method,
+        measure, sample, ae`` and, when present, ``cell_seconds, prepare_seconds``.
+    task_of : dict
+        Dataset name -> "binary" or "multiclass" (e.g. from :data:`capshift.datasets.REGISTRY`).
+
+    Returns
+    -------
+    DataFrame with :data:`RECORD_COLUMNS`, one row per (classifier, task, measure, dataset, method): ``mean`` and
+    ``std`` (ddof=0) of the AE over the test samples, ``n`` samples, ``best`` (lowest mean of its row, ties to
+    1e-12) and ``pvalue`` (paired Wilcoxon signed-rank test against the row's first best, NaN for the best;
+    :func:`capshift.significance.significance`); per (classifier, task, measure) a row ``dataset="Average"``:
+    the mean of the dataset means, the std of all samples pooled (``sqrt(mean(std²) + var(means))``, as the
+    paper's Average rows), ``n`` all samples, and the test paired over every (dataset, sample).
+    ``cell_seconds`` / ``prepare_seconds``: the cell's time (NaN without them; summed over datasets in Average).
+
+    Raises ValueError for missing columns or a dataset missing from ``task_of``.
+    """
+    need = {"classifier", "dataset", "method", "measure", "sample", "ae"}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        raise ValueError(f"results must be a tidy frame with columns {sorted(need)}")
+    missing = sorted(set(results["dataset"]) - set(task_of))
+    if missing:
+        raise ValueError(f"task_of has no task for dataset(s) {missing}")
+    r = results.assign(task=results["dataset"].map(task_of))
+    for col in ("cell_seconds", "prepare_seconds"):
+        if col not in r:
+            r[col] = np.nan
+    rows = []
+    for (clf, task, measure), block in r.groupby(["classifier", "task", "measure"], sort=False):
+        stats = block.groupby(["dataset", "method"], sort=False).agg(
+            mean=("ae", "mean"), std=("ae", lambda x: x.std(ddof=0)), n=("ae", "size"),
+            cell_seconds=("cell_seconds", "first"), prepare_seconds=("prepare_seconds", "first")).reset_index()
+        sig = significance(block, by="dataset", pair=("sample",))
+        stats = stats.merge(sig[["dataset", "method", "best", "pvalue"]], on=["dataset", "method"])
+        means = stats.pivot(index="dataset", columns="method", values="mean")
+        stds = stats.pivot(index="dataset", columns="method", values="std")
+        complete = [m for m in dict.fromkeys(stats["method"]) if means[m].notna().all()]  # on every dataset, as the paper
+        pooled = np.sqrt((stds[complete] ** 2).mean() + means[complete].var(ddof=0))
+        avg_sig = significance(block[block["method"].isin(complete)], by=None, pair=("dataset", "sample"))
+        avg = pd.DataFrame({"dataset": "Average", "method": complete, "mean": means[complete].mean().values,
+                            "std": pooled.values,
+                            "n": [int(stats.loc[stats.method == m, "n"].sum()) for m in complete],
+                            "cell_seconds": [stats.loc[stats.method == m, "cell_seconds"].sum(min_count=1)
+                                             for m in complete],
+                            "prepare_seconds": np.nan})
+        avg = avg.merge(avg_sig[["method", "best", "pvalue"]], on="method")
+        rows.append(pd.concat([stats, avg], ignore_index=True).assign(classifier=clf, task=task, measure=measure))
+    return pd.concat(rows, ignore_index=True)[RECORD_COLUMNS] if rows else pd.DataFrame(columns=RECORD_COLUMNS)
 
 
 # ---- QuAcc protocol (training prevalence x test prevalence) ----

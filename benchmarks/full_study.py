@@ -1,0 +1,122 @@
+"""The LEAP paper's whole study (Tables 1-13): five classifiers x every offline dataset x the methods of Tables 1-2,
+accuracy and F1, 1000 UPP samples of 100, run by the ``capshift run`` command line and recorded for the book.
+
+Usage (from the repository root, after ``make venv``)::
+
+    .venv/bin/python benchmarks/full_study.py --results ~/.cache/capshift/study --n-jobs 2
+
+It runs ``capshift run`` in a child process, samples the memory of its whole process tree (the sum of the resident
+set sizes of the process and its workers, from /proc, every 0.2 s) and its wall time, then summarises the results
+directory with :func:`capshift.experiment.study_record` into ``book/measured/leap_study_full_scale.csv``, whose
+comment header holds the command, the commit, the wall time, the peak memory and the machine. A resumed run (cells
+found in --results) records the wall time of the last invocation only, and says so in the header.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from datetime import date
+from pathlib import Path
+
+from capshift import datasets, grid
+from capshift.experiment import STUDY_METHODS, study_record
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "book" / "measured" / "leap_study_full_scale.csv"
+CLASSIFIERS = ("lr", "knn", "svm", "mlp", "rf")
+
+
+def tree_rss(pid: int) -> int:
+    """Bytes resident in ``pid`` and all its descendants (Linux /proc)."""
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo += children.get(p, [])
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--results", required=True, help="results directory of the grid (resumable)")
+    ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--classifiers", nargs="+", default=list(CLASSIFIERS))
+    ap.add_argument("--datasets", nargs="+", default=["multiclass", "binary"])
+    ap.add_argument("--n-samples", type=int, default=1000)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    cmd = [str(Path(sys.executable).with_name("capshift")), "run", "--datasets", *args.datasets, "--classifiers",
+           *args.classifiers, "--methods", *STUDY_METHODS, "--measures", "accuracy", "f1", "--n-samples",
+           str(args.n_samples), "--sample-size", "100", "--results", args.results, "--n-jobs", str(args.n_jobs),
+           "--no-progress"]
+    print("$", shlex.join(cmd), flush=True)
+    peak, done = [0], threading.Event()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd)
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss(proc.pid))
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    code = proc.wait()
+    wall = time.perf_counter() - t0
+    done.set()
+    watcher.join()
+    print(f"exit {code}, wall {wall:.0f} s, peak memory {peak[0] / 2**30:.2f} GiB", flush=True)
+    df = grid.load_results(args.results, n_samples=args.n_samples, sample_size=100, seed=0,
+                           classifier=list(args.classifiers), method=list(STUDY_METHODS))
+    names = sorted(set(df["dataset"]))
+    record = study_record(df, {d: datasets.REGISTRY[d].task for d in names})
+    failed = df.attrs["failed"]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "lib"], cwd=ROOT, capture_output=True, text=True).stdout
+    cells = df.groupby(["dataset", "classifier", "method"]).ngroups
+    header = [
+        f"capshift: the LEAP study at full scale (5 classifiers x {len(names)} offline datasets x "
+        f"{len(STUDY_METHODS)} methods, accuracy and F1, {args.n_samples} UPP samples of 100), measured {date.today()}",
+        f"command: {shlex.join(cmd)}  (driver: python benchmarks/full_study.py)",
+        f"commit: {commit}{' (with uncommitted changes in lib/)' if dirty else ''}; capshift {df['version'].iloc[0]}",
+        f"wall time of this invocation: {wall:.0f} s ({cells} cells in the record; cells found in --results are "
+        "reused, not recomputed, so a resumed run's wall time covers only what it computed)",
+        f"peak memory (sum over the process tree): {peak[0] / 2**30:.2f} GiB; machine: {os.cpu_count()} cores, "
+        f"{platform.platform()}, Python {platform.python_version()}",
+        f"failed cells: {len(failed)}" + "".join(f"; {d}/{c}/{m}: {r}" for d, c, m, r in
+                                                   failed[["dataset", "classifier", "method", "reason"]].values),
+        "columns: classifier, task, measure, dataset, method: the table cell; mean, std (ddof=0), n: the AE over the "
+        "test samples; best, pvalue: lowest mean of the row and the paired Wilcoxon test against it; "
+        "dataset=Average: mean of the dataset means, pooled std, test paired over every (dataset, sample); "
+        "cell_seconds (fit + predict), prepare_seconds (the pair's shared work)",
+    ]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w") as f:
+        f.writelines(f"# {line}\n" for line in header)
+        record.to_csv(f, index=False, float_format="%.10g")
+    print(f"wrote {args.out} ({len(record)} rows)")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
