@@ -18,3 +18,8 @@ import quapy as _quapy  # noqa: E402,F401
 
 _mpl.rcParams.update(_saved)
 del _saved
+
+# capshift's warnings (an input that is valid but leads to an estimate that cannot be trusted)
+from ._validation import CAPWarning, DegenerateClassifierWarning, InsufficientEvidenceWarning  # noqa: E402,F401
+
+__all__ = ["CAPWarning", "DegenerateClassifierWarning", "InsufficientEvidenceWarning"]
