@@ -655,6 +655,10 @@ class QuAccGridSearch(CAPEstimator):
     """
 
     needs_proba = True
+    #: V is split stratified into a fitting and a scoring part: each needs an item of every class (ValueError below).
+    min_per_class = 2
+    min_per_class_is_hard = True
+    evidence_reason = "it splits V, stratified by class, into a part the candidates are fitted on and a scoring part"
 
     def __init__(self, classifier, estimators=None, param_grid=None, measure="accuracy", holdout=0.4,
                  n_samples=100, sample_size=100, random_state=0):
@@ -709,7 +713,9 @@ class QuAccGridSearch(CAPEstimator):
             for params in grid:
                 cand = clone(est).set_params(classifier=self.classifier, random_state=self.random_state,
                                              measure=self.measure, **params)
-                cand.fit(X_tr, y_val[tr])
+                with warnings.catch_warnings():  # the refit of the best on the whole V reports what still applies
+                    warnings.simplefilter("ignore", InsufficientEvidenceWarning)
+                    cand.fit(X_tr, y_val[tr])
                 cl = cand.classify(X_va, post_va)
                 pred = get_measure(self.measure)(np.stack([cand.aggregate(cl, s) for s in samples]))
                 score = float(np.mean(np.abs(pred - true)))
