@@ -20,6 +20,7 @@ _mpl.rcParams.update(_saved)
 del _saved
 
 # capshift's warnings (an input that is valid but leads to an estimate that cannot be trusted)
-from ._validation import CAPWarning, DegenerateClassifierWarning, InsufficientEvidenceWarning  # noqa: E402,F401
+from ._validation import (CalibrationWarning, CAPWarning, DegenerateClassifierWarning,  # noqa: E402,F401
+                          InsufficientEvidenceWarning)
 
-__all__ = ["CAPWarning", "DegenerateClassifierWarning", "InsufficientEvidenceWarning"]
+__all__ = ["CAPWarning", "CalibrationWarning", "DegenerateClassifierWarning", "InsufficientEvidenceWarning"]

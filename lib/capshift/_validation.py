@@ -18,7 +18,7 @@ Where an input is valid but the estimate computed from it cannot be trusted, cap
 own warning classes (never by relaying a dependency's warning), each message naming the problem and the
 minimum the method needs: :class:`CAPWarning` and its subclasses :class:`InsufficientEvidenceWarning` (too
 few validation items of a class or of a cell) and :class:`DegenerateClassifierWarning` (h constant on V, or
-one-hot posteriors). Filter them as usual, e.g. ``warnings.simplefilter("error", capshift.CAPWarning)``.
+one-hot posteriors) and :class:`CalibrationWarning`. Filter them as usual, e.g. ``warnings.simplefilter("error", capshift.CAPWarning)``.
 """
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["CAPWarning", "InsufficientEvidenceWarning", "DegenerateClassifierWarning", "check_class_evidence",
+__all__ = ["CAPWarning", "InsufficientEvidenceWarning", "DegenerateClassifierWarning", "CalibrationWarning",
+           "check_class_evidence",
            "ATOL", "MAX_SEED", "check_X", "check_labels", "check_classifier", "predict_codes",
            "check_distribution", "check_every_class", "check_int", "check_seed", "check_fraction", "check_fitted", "check_finite_array"]
 
@@ -48,6 +49,11 @@ class InsufficientEvidenceWarning(CAPWarning):
 class DegenerateClassifierWarning(CAPWarning):
     """h is degenerate on V (it predicts a single class, or its posteriors are one-hot everywhere), so a method
     that reads h's decisions or confidences cannot be trusted; the message says what the method needs."""
+
+
+class CalibrationWarning(CAPWarning):
+    """A method that assumes h's posteriors calibrated (CBPE, COT) finds them miscalibrated on V: its own estimate of
+    h's accuracy on V is further from the truth than sampling explains; the message gives both and the remedy."""
 
 
 #: Tolerance of every "sums to 1" and "non-negative" check (tables, prevalences, posteriors).

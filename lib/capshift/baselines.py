@@ -46,7 +46,7 @@ from sklearn.base import clone
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
 from . import protocols
-from ._validation import InsufficientEvidenceWarning, check_finite_array, check_int, check_labels, check_seed
+from ._validation import CalibrationWarning, InsufficientEvidenceWarning, check_finite_array, check_int, check_labels, check_seed
 from .base import CAPEstimator, check_posteriors
 from .quantifiers import Quantifier, check_prevalence
 from .tables import contingency_table, get_measure, true_prevalence
@@ -182,11 +182,31 @@ class _PosteriorBaseline(CAPEstimator):
     sample, ``estimates_tables = False``) or ``_tables`` (a table per sample)."""
 
     needs_proba = True
+    #: True for methods whose accuracy estimate is right only for calibrated posteriors (CBPE, COT): fit then
+    #: checks the estimate on V itself and warns (CalibrationWarning) if it misses h's accuracy on V by more
+    #: than twice the binomial standard deviation of an accuracy measured on |V| items.
+    assumes_calibration = False
 
     def _fit(self, X_val, y_val):
         self.val_post_ = check_posteriors(self.classifier.predict_proba(X_val), self.n_classes_,
                                           "classifier.predict_proba(X_val)")
         self._fit_posteriors(X_val, np.asarray(y_val), self.val_post_)
+        if self.assumes_calibration and getattr(self, "quantifier", None) != "oracle":  # oracle: needs test prevalences
+            self._check_calibration(X_val)
+
+    def _check_calibration(self, X_val):
+        acc = float(np.trace(self.val_table_))
+        if self.estimates_tables:
+            est = float(np.trace(self._tables([X_val], [self.val_post_], None)[0]))
+        else:
+            est = float(self._values([X_val], [self.val_post_], "accuracy", None)[0])
+        sd = np.sqrt(max(acc * (1 - acc), 1.0 / len(self.val_pred_)) / len(self.val_pred_))
+        if abs(est - acc) > 2 * sd:
+            warnings.warn(f"{type(self).__name__} assumes h's posteriors are calibrated, but on V itself it estimates "
+                          f"h's accuracy at {est:.3f} where it is {acc:.3f} (more than 2 binomial sd = {2 * sd:.3f} "
+                          "apart), so its estimates are biased; it needs posteriors calibrated on V's distribution "
+                          "(recalibrate h, e.g. sklearn's CalibratedClassifierCV, or use a LEAP method)",
+                          CalibrationWarning, stacklevel=4)
 
     def _fit_posteriors(self, X_val, y_val, P_val):
         pass
@@ -497,6 +517,7 @@ class CBPE(_PosteriorBaseline):
     """
 
     needs_from_h = ("confidence",)
+    assumes_calibration = True
 
     def __init__(self, classifier, calibration="sld-bcts", measure="accuracy", random_state=None):
         super().__init__(classifier, measure, random_state)
@@ -570,6 +591,7 @@ class COT(_PosteriorBaseline):
     supported_measures = _ACC
     estimates_tables = False
     needs_from_h = ("confidence",)
+    assumes_calibration = True
 
     def __init__(self, classifier, quantifier="kdey", measure="accuracy", random_state=None):
         super().__init__(classifier, measure, random_state)
