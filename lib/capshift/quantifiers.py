@@ -156,8 +156,9 @@ class Quantifier:
     def fit(self, X_val, y_val, n_classes: int):
         """Fit on V: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n_classes-1, every class present. Returns self.
 
-        Raises ValueError/TypeError for invalid input (:mod:`capshift._validation`), an unknown method or a
-        class absent from V.
+        Raises ValueError/TypeError for invalid input (:mod:`capshift._validation`), an unknown method, a class
+        absent from V, or a class with 1 item for a cross-validated quantifier ("kdey"); warns
+        (:class:`capshift.InsufficientEvidenceWarning`) below :attr:`min_per_class`.
         """
         n_classes = check_int(n_classes, "n_classes", min_value=2)
         X_val = check_X(X_val, "X_val")
@@ -167,8 +168,11 @@ class Quantifier:
         backend = check_kdey_backend(self.kdey_backend)
         q_ = self._build()
         if q_ is not None:
-            need = self.min_per_class
-            check_class_evidence(y_val, n_classes, need, f"quantifier {self.name!r}",
+            need, who = self.min_per_class, f"quantifier {self.name!r}"
+            if need > 1:  # with 1 item the class is missing from a training fold: no posterior for it at all
+                check_class_evidence(y_val, n_classes, 2, who, "every training fold of its cross-validation needs "
+                                     "every class", hard=True)
+            check_class_evidence(y_val, n_classes, need, who,
                                  f"its classifier's posteriors on V are cross-validated in {need} stratified folds")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
