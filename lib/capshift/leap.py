@@ -342,6 +342,15 @@ class LEAP(_LEAPEstimator):
     random_state : int or None
         Seed of the quantifier's surrogate classifier.
 
+    Degenerate classifiers and minimum evidence (checked by ``fit``; issue 23). "acc" and "cc" count h's decisions:
+    if h predicts a single class on V, ACC's rate matrix is singular and CC's count is a vertex, so the estimate
+    cannot be trusted (:class:`capshift.DegenerateClassifierWarning`). "sld" and "kdey-h" read h's posteriors: if
+    they are one-hot (or identical) on every item of V, they carry no confidence and the estimate cannot be
+    trusted (the same warning). "kdey" (a surrogate classifier on x) and "oracle" read nothing of h and still
+    work: the equations then give column h(x) = q-hat. "kdey" needs 5 validation items of every class (its
+    surrogate's posteriors are 5-fold cross-validated): below that it warns
+    (:class:`capshift.InsufficientEvidenceWarning`), and with 1 item it refuses (ValueError).
+
     Attributes
     ----------
     val_table_ : (n, n) validation table; ``quantifier_``; ``solver_`` (:class:`TableSolver`);
