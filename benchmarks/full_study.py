@@ -24,6 +24,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+import pandas as pd
+
 from capshift import datasets, grid
 from capshift.experiment import STUDY_METHODS, study_record
 
@@ -89,7 +91,7 @@ def main() -> int:
                            classifier=list(args.classifiers), method=list(STUDY_METHODS))
     names = sorted(set(df["dataset"]))
     record = study_record(df, {d: datasets.REGISTRY[d].task for d in names})
-    failed = df.attrs["failed"]
+    failed = pd.DataFrame(df.attrs["failed"], columns=["dataset", "classifier", "method", "reason", "seconds"])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "lib"], cwd=ROOT, capture_output=True, text=True).stdout

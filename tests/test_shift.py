@@ -94,7 +94,7 @@ def test_prior_shift_multiclass():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(900, 3)), np.repeat([0, 1, 2], 300)
     test = np.array([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]])
-    p = shift.PriorShift(X, y, train_prevalences=4, test_prevalences=test, train_size=200, test_size=40,
+    p = shift.PriorShift(X, y, n_train_draws=4, test_prevalences=test, train_size=200, test_size=40,
                          n_samples=1, repeats=1)
     assert p.train_prevalences_.shape == (4, 3) and (p.train_prevalences_ >= 0.02 - 1e-12).all()
     trial = p.trial(0)
@@ -102,8 +102,35 @@ def test_prior_shift_multiclass():
     assert counts.tolist() == [8, 12, 20]
     row = trial.test.parameters.iloc[1]
     assert row["degree"] == round(0.5 * np.abs(np.array([1, 0, 0]) - p.train_prevalences_[0]).sum(), 2)
-    with pytest.raises(ValueError, match="test_prevalences must be given"):
-        shift.PriorShift(X, y, train_prevalences=3)
+    with pytest.raises(ValueError, match="test_prevalences must be given.*n_test_draws"):
+        shift.PriorShift(X, y, n_train_draws=3)
+    draws = shift.PriorShift(X, y, n_train_draws=2, n_test_draws=3, train_size=200, test_size=40, n_samples=1,
+                             repeats=1)
+    assert draws.test_prevalences_.shape == (3, 3)
+    np.testing.assert_allclose(draws.test_prevalences_, shift.dirichlet_prevalences(3, 3, seed=1))
+
+
+def test_prior_shift_grid_and_draws_cannot_be_misread():
+    # issue 23: test_prevalences=1 used to mean "one random draw" (prevalence 0.22 on binary data) while 1.0
+    # meant prevalence 1; a bare number is now refused, and draws have their own parameters
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(400, 2)), np.tile([0, 1], 200)
+    kw = dict(train_prevalences=[0.5], train_size=100, test_size=40, n_samples=1, repeats=1)
+    for bad in (1, 1.0, 0, np.float64(0.5), np.array(1.0)):
+        with pytest.raises(TypeError, match=r"bare number.*test_prevalences=\[.*n_test_draws"):
+            shift.PriorShift(X, y, test_prevalences=bad, **kw)
+    for grid, prev in (([1], 1.0), ([1.0], 1.0), ([0], 0.0), ([0.0], 0.0)):  # 0 and 1 are valid prevalences
+        p = shift.PriorShift(X, y, test_prevalences=grid, **kw)
+        assert p.parameters["prevalence"].tolist() == [prev]
+        assert np.bincount(p.trial(0).test.labels(0), minlength=2)[1] == 40 * prev
+    one = shift.PriorShift(X, y, n_test_draws=1, **kw)
+    assert one.test_prevalences_.shape == (1, 2)
+    with pytest.raises(ValueError, match="either test_prevalences.*or n_test_draws"):
+        shift.PriorShift(X, y, test_prevalences=[0.5], n_test_draws=2, **kw)
+    with pytest.raises(ValueError, match="n_test_draws must be >= 1"):
+        shift.PriorShift(X, y, n_test_draws=0, **kw)
+    with pytest.raises(TypeError, match="n_test_draws must be an int"):
+        shift.PriorShift(X, y, n_test_draws=2.0, **kw)
 
 
 @pytest.mark.parametrize("kw, match", [

@@ -18,3 +18,9 @@ import quapy as _quapy  # noqa: E402,F401
 
 _mpl.rcParams.update(_saved)
 del _saved
+
+# capshift's warnings (an input that is valid but leads to an estimate that cannot be trusted)
+from ._validation import (CalibrationWarning, CAPWarning, DegenerateClassifierWarning,  # noqa: E402,F401
+                          InsufficientEvidenceWarning)
+
+__all__ = ["CAPWarning", "CalibrationWarning", "DegenerateClassifierWarning", "InsufficientEvidenceWarning"]

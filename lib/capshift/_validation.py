@@ -12,10 +12,18 @@ wrong and how to fix it (never a NaN or a number computed from invalid input).
 - :func:`check_distribution`: the one probability-vector check (prevalences, posterior rows), tolerance :data:`ATOL`.
 - :func:`check_int`, :func:`check_seed`, :func:`check_fraction`: scalar arguments.
 - :func:`check_fitted`: scikit-learn's ``check_is_fitted`` (raises ``NotFittedError``).
+- :func:`check_class_evidence`: the per-class minimum of validation items a CAP method declares.
+
+Where an input is valid but the estimate computed from it cannot be trusted, capshift warns with one of its
+own warning classes (never by relaying a dependency's warning), each message naming the problem and the
+minimum the method needs: :class:`CAPWarning` and its subclasses :class:`InsufficientEvidenceWarning` (too
+few validation items of a class or of a cell) and :class:`DegenerateClassifierWarning` (h constant on V, or
+one-hot posteriors) and :class:`CalibrationWarning`. Filter them as usual, e.g. ``warnings.simplefilter("error", capshift.CAPWarning)``.
 """
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,8 +31,30 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["ATOL", "MAX_SEED", "check_X", "check_labels", "check_classifier", "predict_codes",
+__all__ = ["CAPWarning", "InsufficientEvidenceWarning", "DegenerateClassifierWarning", "CalibrationWarning",
+           "check_class_evidence",
+           "ATOL", "MAX_SEED", "check_X", "check_labels", "check_classifier", "predict_codes",
            "check_distribution", "check_every_class", "check_int", "check_seed", "check_fraction", "check_fitted", "check_finite_array"]
+
+class CAPWarning(UserWarning):
+    """Base class of capshift's warnings: the input is valid, but the estimate it leads to may not be trusted."""
+
+
+class InsufficientEvidenceWarning(CAPWarning):
+    """The validation set has fewer items of a class (or of a contingency-table cell) than the method declares it
+    needs (``CAPEstimator.min_per_class``, QuAcc's ``min_per_cell``); the message names the classes or cells,
+    their counts and the minimum."""
+
+
+class DegenerateClassifierWarning(CAPWarning):
+    """h is degenerate on V (it predicts a single class, or its posteriors are one-hot everywhere), so a method
+    that reads h's decisions or confidences cannot be trusted; the message says what the method needs."""
+
+
+class CalibrationWarning(CAPWarning):
+    """A method that assumes h's posteriors calibrated (CBPE, COT) finds them miscalibrated on V: its own estimate of
+    h's accuracy on V is further from the truth than sampling explains; the message gives both and the remedy."""
+
 
 #: Tolerance of every "sums to 1" and "non-negative" check (tables, prevalences, posteriors).
 ATOL = 1e-6
@@ -165,6 +195,27 @@ def check_every_class(y, n_classes: int, name: str = "y_val") -> None:
         raise ValueError(f"{name} has no items of class(es) {np.flatnonzero(counts == 0).tolist()}: CAP methods need "
                          "every class of the classifier in the validation set (their rates cannot be estimated "
                          "otherwise); collect validation items of every class")
+
+
+def check_class_evidence(y, n_classes: int, minimum: int, who: str, why: str, name: str = "y_val",
+                         hard: bool = False) -> np.ndarray:
+    """Check that every class has at least ``minimum`` items in the codes ``y`` (a method's declared minimum
+    validation evidence); return the per-class counts, int (n_classes,).
+
+    Below the minimum: ValueError when ``hard`` (the method cannot run at all), otherwise an
+    :class:`InsufficientEvidenceWarning` (the method runs, its estimate is unreliable). Either message names
+    ``who`` (the method), the classes and their counts, the minimum and ``why`` it is needed.
+    """
+    counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=n_classes)
+    low = np.flatnonzero(counts < minimum)
+    if low.size:
+        msg = (f"{name} has {', '.join(f'{counts[c]} item(s) of class {c}' for c in low)}: {who} needs at least "
+               f"{minimum} validation items of every class ({why}); collect more validation items of "
+               f"class(es) {low.tolist()}")
+        if hard:
+            raise ValueError(msg)
+        warnings.warn(msg + "; its estimate is unreliable until then", InsufficientEvidenceWarning, stacklevel=3)
+    return counts
 
 
 def check_classifier(classifier, need_proba: bool = False) -> int:

@@ -15,12 +15,15 @@ Labels are class indices ``0..n-1``; ``n`` is ``len(classifier.classes_)``, whic
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from ._validation import (ATOL, check_classifier, check_distribution, check_every_class, check_fitted, check_fraction,
-                          check_labels, check_seed, check_X, predict_codes)
+from ._validation import (ATOL, DegenerateClassifierWarning, check_class_evidence, check_classifier, check_distribution,
+                          check_every_class, check_fitted, check_fraction, check_labels, check_seed, check_X,
+                          predict_codes)
 from .conformal import ConformalInterval
 from .tables import contingency_table, get_measure
 
@@ -84,6 +87,20 @@ class CAPEstimator(BaseEstimator):
     #: ``predict_interval``).
     interval_params: dict = {"scheme": "mc", "n_splits": 10, "n_cal": 500, "pool_correction": False,
                              "score": "both", "floor": True}
+    #: Minimum validation evidence: the items of every class of V the method needs (declared per method; read
+    #: through :meth:`evidence`, which methods whose need depends on a parameter override). Below it, ``fit``
+    #: warns with :class:`capshift.InsufficientEvidenceWarning`, or raises ValueError when
+    #: ``min_per_class_is_hard`` (the method cannot run at all).
+    min_per_class: int = 1
+    min_per_class_is_hard: bool = False
+    #: Why the method needs ``min_per_class`` items of every class (quoted by the warning or error).
+    evidence_reason: str = "every class must occur in V"
+    #: What the method reads from h on V (checked by ``fit``; :class:`capshift.DegenerateClassifierWarning` when
+    #: h is degenerate there): ``"decisions"`` (h must predict at least 2 classes on V) and/or ``"confidence"``
+    #: (h's posteriors on V must not be one-hot everywhere, nor the same for every item). Read through
+    #: :meth:`reads_from_h`. Methods that read neither (Naive, LEAP with a KDEy surrogate or the oracle, QuAcc,
+    #: whose quantifier reads x) still work with a degenerate h.
+    needs_from_h: tuple = ()
 
     def __init__(self, classifier, measure="accuracy", random_state=None):
         self.classifier = classifier
@@ -109,6 +126,9 @@ class CAPEstimator(BaseEstimator):
         self._check_measure(self.measure)
         self.val_pred_ = predict_codes(self.classifier, X_val)
         self.val_table_ = contingency_table(y_val, self.val_pred_, n)
+        minimum, why = self.evidence()
+        check_class_evidence(y_val, n, minimum, type(self).__name__, why, hard=self.min_per_class_is_hard)
+        self._check_degenerate(X_val)
         try:
             self._fit(X_val, y_val)
         except BaseException:
@@ -119,6 +139,35 @@ class CAPEstimator(BaseEstimator):
 
     def _fit(self, X_val, y_val):
         pass
+
+    # -- declared needs -------------------------------------------------------------------------
+    def evidence(self) -> tuple[int, str]:
+        """``(minimum, reason)``: the validation items of every class the method needs, and why
+        (:attr:`min_per_class`, :attr:`evidence_reason`; overridden where the need depends on a parameter)."""
+        return int(self.min_per_class), self.evidence_reason
+
+    def reads_from_h(self) -> tuple:
+        """What the method reads from h on V: a subset of ("decisions", "confidence") (:attr:`needs_from_h`)."""
+        return tuple(self.needs_from_h)
+
+    def _check_degenerate(self, X_val):
+        """Warn (DegenerateClassifierWarning) if h is degenerate on V in a way this method cannot work with."""
+        needs, name = self.reads_from_h(), type(self).__name__
+        works = ("Naive (the validation table: right without shift), LEAP/S-LEAP/O-LEAP with quantifier 'kdey' "
+                 "or 'oracle', and QuAcc (their quantifiers read the covariates x) still work")
+        if "decisions" in needs and np.unique(self.val_pred_).size < 2:
+            warnings.warn(f"h predicts only class {int(self.val_pred_[0])} on V: {name} reads h's decisions, which "
+                          f"then carry no information about the class, so its estimate cannot be trusted. It needs "
+                          f"h to predict at least 2 classes on V; {works}", DegenerateClassifierWarning, stacklevel=3)
+        if "confidence" in needs and hasattr(self.classifier, "predict_proba"):
+            P = np.asarray(self.classifier.predict_proba(X_val), dtype=float)
+            one_hot = bool(np.all(P.max(axis=1) >= 1 - 1e-9))
+            if one_hot or bool(np.all(np.abs(P - P[0]).max(axis=0) <= 1e-9)):
+                what = "one-hot on every item" if one_hot else "the same for every item"
+                warnings.warn(f"h's posteriors on V are {what}: {name} reads h's confidence, which then carries no "
+                              f"information beyond h's decision, so its estimate cannot be trusted. It needs "
+                              f"posteriors that vary with the item and are not all one-hot (e.g. a calibrated "
+                              f"probabilistic classifier); {works}", DegenerateClassifierWarning, stacklevel=3)
 
     # -- input checks ---------------------------------------------------------------------------
     def _check_fitted(self):

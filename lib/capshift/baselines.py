@@ -25,8 +25,19 @@ posteriors (the runner does, so that h is applied once per test pool); for the s
 classifiers of :data:`capshift.experiment.CLASSIFIERS` other than the SVM this equals
 ``h.predict``. Posterior matrices are float arrays (m, n) whose rows sum to 1 (within 1e-6). Every
 random choice (splits of V, validation samples) is seeded by ``random_state``.
+
+Degenerate classifiers and minimum evidence (declared per class: ``needs_from_h``, ``min_per_class``; checked
+by :meth:`capshift.base.CAPEstimator.fit`). If h predicts a single class on V, the methods that read h's
+decisions (RCA, RCA*, DS on features) get a :class:`capshift.DegenerateClassifierWarning`; if h's posteriors on V
+are one-hot everywhere (or the same for every item), so do the methods that read h's confidence (ATC, ATC-NE,
+DoC, NN, CBPE, SLD-CBPE, COT, Q-COT): their estimates then carry no information about the sample (ATC, CBPE
+return 1.0 for a one-hot h). ``Naive`` reads neither and still works (right when there is no shift). DoC and
+RCA* split V in two (stratified) and refuse a V with fewer than 2 items of a class; Q-COT's KDEy quantifier
+needs 5 (warned below).
 """
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import ot
@@ -35,7 +46,7 @@ from sklearn.base import clone
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
 from . import protocols
-from ._validation import check_finite_array, check_int, check_labels, check_seed
+from ._validation import CalibrationWarning, InsufficientEvidenceWarning, check_finite_array, check_int, check_labels, check_seed
 from .base import CAPEstimator, check_posteriors
 from .quantifiers import Quantifier, check_prevalence
 from .tables import contingency_table, get_measure, true_prevalence
@@ -171,11 +182,31 @@ class _PosteriorBaseline(CAPEstimator):
     sample, ``estimates_tables = False``) or ``_tables`` (a table per sample)."""
 
     needs_proba = True
+    #: True for methods whose accuracy estimate is right only for calibrated posteriors (CBPE, COT): fit then
+    #: checks the estimate on V itself and warns (CalibrationWarning) if it misses h's accuracy on V by more
+    #: than twice the binomial standard deviation of an accuracy measured on |V| items.
+    assumes_calibration = False
 
     def _fit(self, X_val, y_val):
         self.val_post_ = check_posteriors(self.classifier.predict_proba(X_val), self.n_classes_,
                                           "classifier.predict_proba(X_val)")
         self._fit_posteriors(X_val, np.asarray(y_val), self.val_post_)
+        if self.assumes_calibration and getattr(self, "quantifier", None) != "oracle":  # oracle: needs test prevalences
+            self._check_calibration(X_val)
+
+    def _check_calibration(self, X_val):
+        acc = float(np.trace(self.val_table_))
+        if self.estimates_tables:
+            est = float(np.trace(self._tables([X_val], [self.val_post_], None)[0]))
+        else:
+            est = float(self._values([X_val], [self.val_post_], "accuracy", None)[0])
+        sd = np.sqrt(max(acc * (1 - acc), 1.0 / len(self.val_pred_)) / len(self.val_pred_))
+        if abs(est - acc) > 2 * sd:
+            warnings.warn(f"{type(self).__name__} assumes h's posteriors are calibrated, but on V itself it estimates "
+                          f"h's accuracy at {est:.3f} where it is {acc:.3f} (more than 2 binomial sd = {2 * sd:.3f} "
+                          "apart), so its estimates are biased; it needs posteriors calibrated on V's distribution "
+                          "(recalibrate h, e.g. sklearn's CalibratedClassifierCV, or use a LEAP method)",
+                          CalibrationWarning, stacklevel=4)
 
     def _fit_posteriors(self, X_val, y_val, P_val):
         pass
@@ -220,6 +251,11 @@ class _RegressionBaseline(_PosteriorBaseline):
     estimates_tables = False
     _split_v = False  # True: keep half of V (stratified) as the reference set, draw samples from the rest
 
+    def evidence(self) -> tuple[int, str]:
+        if self._split_v:  # the stratified halving of V needs an item of every class in each half
+            return 2, "it splits V in two halves stratified by class, each needing every class"
+        return super().evidence()
+
     def __init__(self, classifier, measure="accuracy", n_val_samples=100, val_sample_size=None, regressor=None,
                  clip=True, random_state=None):
         super().__init__(classifier, measure, random_state)
@@ -236,10 +272,7 @@ class _RegressionBaseline(_PosteriorBaseline):
         seed = check_seed(self.random_state, "random_state", allow_none=True)
         self.seed_ = int(np.random.randint(0, 2**31 - 1)) if seed is None else seed
         idx = np.arange(len(y_val))
-        if self._split_v:
-            if np.bincount(y_val, minlength=n).min() < 2:
-                raise ValueError("y_val needs at least 2 items of every class to split V into a reference part and a "
-                                 "part that validation samples are drawn from")
+        if self._split_v:  # at least 2 items of every class: checked by fit (evidence, min_per_class_is_hard)
             ref, pool = train_test_split(idx, test_size=0.5, stratify=y_val, random_state=self.seed_)
         else:
             ref, pool = idx, idx
@@ -347,6 +380,7 @@ class ATC(_PosteriorBaseline):
 
     supported_measures = _ACC
     estimates_tables = False
+    needs_from_h = ("confidence",)
     _SCORES = {"maxconf": max_confidence, "neg_entropy": negative_entropy}
 
     def __init__(self, classifier, score="maxconf", measure="accuracy", random_state=None):
@@ -391,6 +425,8 @@ class DoC(_RegressionBaseline):
     """
 
     _split_v = True
+    min_per_class_is_hard = True
+    needs_from_h = ("confidence",)
 
     def _fit_reference(self, X_val, y_val, P_val, ref):
         self.ref_score_ = self._score(X_val[ref], P_val[ref])
@@ -426,6 +462,10 @@ class DS(_RegressionBaseline):
         super().__init__(classifier, measure, n_val_samples, val_sample_size, regressor, clip, random_state)
         self.space = space
 
+    def reads_from_h(self) -> tuple:
+        # the dispersion of the items h assigns to each class: h's decisions (and posteriors in that space)
+        return ("decisions",) if self.space == "features" else ("decisions", "confidence")
+
     def _fit_posteriors(self, X_val, y_val, P_val):
         if self.space not in ("features", "posteriors"):
             raise ValueError(f"space must be 'features' or 'posteriors', got {self.space!r}")
@@ -442,6 +482,8 @@ class NN(_RegressionBaseline):
     ``sqrt(m min(m, n))`` as in Deng et al.); a regressor (default LinearRegression, the linear fit
     Deng et al. report) maps it to the measure. Parameters as :class:`DoC`.
     """
+
+    needs_from_h = ("confidence",)
 
     def _score(self, X, P):
         return nuclear_norm_score(P)
@@ -473,6 +515,9 @@ class CBPE(_PosteriorBaseline):
     calibration : None or "sld-bcts"
     measure, random_state : as in :class:`capshift.base.CAPEstimator` (the method is deterministic)
     """
+
+    needs_from_h = ("confidence",)
+    assumes_calibration = True
 
     def __init__(self, classifier, calibration="sld-bcts", measure="accuracy", random_state=None):
         super().__init__(classifier, measure, random_state)
@@ -545,17 +590,27 @@ class COT(_PosteriorBaseline):
 
     supported_measures = _ACC
     estimates_tables = False
+    needs_from_h = ("confidence",)
+    assumes_calibration = True
 
     def __init__(self, classifier, quantifier="kdey", measure="accuracy", random_state=None):
         super().__init__(classifier, measure, random_state)
         self.quantifier = quantifier
 
+    def evidence(self) -> tuple[int, str]:
+        need = 1 if self.quantifier is None else Quantifier(self.quantifier).min_per_class
+        if need <= 1:
+            return super().evidence()
+        return need, f"its quantifier's posteriors on V are cross-validated in {need} stratified folds"
+
     def _fit_posteriors(self, X_val, y_val, P_val):
         self.val_prev_ = true_prevalence(self.val_table_)
         self.quantifier_ = None
         if self.quantifier is not None:
-            self.quantifier_ = Quantifier(self.quantifier, classifier=self.classifier,
-                                          random_state=self.random_state).fit(X_val, y_val, self.n_classes_)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", InsufficientEvidenceWarning)  # fit() warned under the method's name
+                self.quantifier_ = Quantifier(self.quantifier, classifier=self.classifier,
+                                              random_state=self.random_state).fit(X_val, y_val, self.n_classes_)
 
     def _values(self, samples, post, measure, prevalences):
         if self.quantifier_ is None:
@@ -595,6 +650,8 @@ class RCA(_PosteriorBaseline):
     h' is cloned with h's own parameters, including its seed).
     """
 
+    needs_from_h = ("decisions",)
+
     def _fit_posteriors(self, X_val, y_val, P_val):
         self.X_val_, self.y_val_ = X_val, y_val
 
@@ -616,6 +673,8 @@ class RCAStar(_RegressionBaseline):
     """
 
     _split_v = True
+    min_per_class_is_hard = True
+    needs_from_h = ("decisions",)
 
     def _fit_reference(self, X_val, y_val, P_val, ref):
         self.X_ref_, self.y_ref_ = X_val[ref], y_val[ref]

@@ -114,13 +114,13 @@ def run_grid_command(args: argparse.Namespace, parser: argparse.ArgumentParser,
     return 1 if c["failed"] else 0
 
 
-def _print_failed(failed) -> None:
-    """The failed cells, one line each, on stderr (they have no results; a re-run retries them)."""
-    if len(failed):
+def _print_failed(failed: list) -> None:
+    """The failed cells (``df.attrs["failed"]``), one line each, on stderr (no results; a re-run retries them)."""
+    if failed:
         print(f"{len(failed)} failed cell(s), without results (re-run the same command to retry them):",
               file=sys.stderr)
-        for d, c, m, r in zip(failed.dataset, failed.classifier, failed.method, failed.reason):
-            print(f"  {d} / {c} / {m}: {r}", file=sys.stderr)
+        for f in failed:
+            print(f"  {f['dataset']} / {f['classifier']} / {f['method']}: {f['reason']}", file=sys.stderr)
 
 
 def _parser(prog: str, book_commands: bool) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:

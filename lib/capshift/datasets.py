@@ -224,12 +224,13 @@ def _norm(v) -> str:
         return str(v).strip()
 
 
-def _unavailable(key: str, info: DatasetInfo, why: str) -> DatasetUnavailableError:
+def _unavailable(key: str, info: DatasetInfo, why: str, online: bool = True) -> DatasetUnavailableError:
+    """The error for a dataset that cannot be loaded; ``online``: whether source='uci' could load it later."""
     alt = names(info.task, offline=True)
+    retry = "load it with source='uci' when the network is available, or use" if online else "use"
     return DatasetUnavailableError(
         f"dataset {key!r} ({info.task}, UCI id {info.uci_id}) is not available: {why}. It has no offline KEEL "
-        f"copy; load it with source='uci' when the network is available, or use one of the offline "
-        f"{info.task} datasets: {alt}")
+        f"copy; {retry} one of the offline {info.task} datasets: {alt}")
 
 
 def _keel_frame(keel_dir: str, keel_file: str) -> pd.DataFrame:
@@ -268,7 +269,8 @@ def _uci_cached(uci_id: int, cache_dir) -> dict:
 
 def _read_uci(key: str, info: DatasetInfo, cache_dir) -> tuple[pd.DataFrame, pd.Series]:
     if info.uci_id is None or info.name in _ONLINE_UNSUPPORTED:
-        raise _unavailable(key, info, "no supported online loader (see its DatasetInfo.note)")
+        raise _unavailable(key, info, "capshift has no online loader for it either (see its DatasetInfo.note)",
+                           online=False)
     try:
         d = _uci_cached(info.uci_id, cache_dir)
     except _FetchFailed as exc:

@@ -416,8 +416,9 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
         :func:`capshift.experiment.run_experiment`'s columns, the finished cells in grid order (dataset,
         classifier, method). The numbers do not depend on ``n_jobs``, ``backend``, or on how often the run was
         interrupted; ``seconds`` is the time measured when the cell was computed. ``df.attrs["cells"]`` counts
-        the cells ``{"reused", "computed", "failed"}``; ``df.attrs["failed"]`` is a DataFrame of the failed cells
-        (``dataset, classifier, method, reason, seconds``), empty if none failed; a :class:`FailedCellsWarning`
+        the cells ``{"reused", "computed", "failed"}``; ``df.attrs["failed"]`` lists the failed cells, one dict each
+        (``dataset, classifier, method, reason, seconds``; ``pd.DataFrame(df.attrs["failed"])`` tabulates them;
+        plain data, so ``df.to_parquet`` keeps working), empty if none failed; a :class:`FailedCellsWarning`
         lists them too. A failed cell has no rows: it is never turned into a number.
 
     Interrupts: Ctrl-C (KeyboardInterrupt) ends the run at once, also when a dependency swallows it (it is
@@ -518,7 +519,7 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
                              "seconds": r["seconds"]} for r in failures])
     if len(failed):
         warnings.warn(_failed_message(failed, "run_grid"), FailedCellsWarning, stacklevel=2)
-    df.attrs["cells"], df.attrs["failed"] = counts, failed
+    df.attrs["cells"], df.attrs["failed"] = counts, failed.to_dict("records")
     return df
 
 
@@ -565,7 +566,8 @@ def load_results(results, **where) -> pd.DataFrame:
     an unknown field.
 
     Failed cells (an error or the time budget, recorded by :func:`run_grid`) have no rows; they are listed in
-    ``df.attrs["failed"]`` (``dataset, classifier, method, reason, seconds``, selected by ``where`` too) and by a
+    ``df.attrs["failed"]`` (a list of dicts ``dataset, classifier, method, reason, seconds``, selected by ``where``
+    too) and by a
     :class:`FailedCellsWarning`. A cell file whose bytes changed since it was written is left out with a
     RuntimeWarning (a re-run of the grid recomputes it).
     """
@@ -607,5 +609,5 @@ def load_results(results, **where) -> pd.DataFrame:
     else:
         df = pd.concat(frames, ignore_index=True)
         df = df.sort_values(["dataset", "classifier", "method"], kind="stable", ignore_index=True)
-    df.attrs["failed"] = failed
+    df.attrs["failed"] = failed.to_dict("records")
     return df

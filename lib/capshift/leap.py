@@ -24,6 +24,8 @@ code) and ``"slsqp"`` (dense, ``scipy.optimize`` SLSQP, the paper's naive varian
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import osqp
 import scipy.sparse as sp
@@ -33,7 +35,8 @@ from scipy.optimize import minimize
 from ._qp import SimplexActiveSet
 from .base import CAPEstimator
 from .equations import governing_system, validation_rates
-from .quantifiers import check_prevalence, make_quantifier
+from ._validation import InsufficientEvidenceWarning
+from .quantifiers import Quantifier, check_prevalence, make_quantifier
 from .tables import check_table, true_prevalence
 
 __all__ = ["TableSolver", "CvxpyReference", "sleap_table", "leap_table", "oleap_table", "SLEAP", "LEAP", "OLEAP", "SOLVERS"]
@@ -251,12 +254,31 @@ class _LEAPEstimator(CAPEstimator):
         self.quantifier = quantifier
         self.solver = solver
 
+    #: What each named quantifier reads from h (:meth:`reads_from_h`): ACC and CC count h's decisions (a constant
+    #: h makes ACC's rate matrix singular and CC's count a vertex); SLD and KDEy-h read h's posteriors (one-hot or
+    #: constant posteriors carry no confidence). "kdey" (a surrogate on x) and "oracle" read nothing of h.
+    _READS = {"acc": ("decisions",), "cc": ("decisions",), "sld": ("confidence",), "kdey-h": ("confidence",)}
+
+    def evidence(self) -> tuple[int, str]:
+        """The quantifier's need (:attr:`capshift.quantifiers.Quantifier.min_per_class`): 5 items of every class
+        for "kdey" (5-fold cross-validated surrogate posteriors), else 1."""
+        q = self.quantifier if isinstance(self.quantifier, Quantifier) else Quantifier(self.quantifier)
+        if q.is_fitted or q.min_per_class <= 1:
+            return 1, self.evidence_reason
+        return q.min_per_class, f"its quantifier's posteriors on V are cross-validated in {q.min_per_class} stratified folds"
+
+    def reads_from_h(self) -> tuple:
+        q = self.quantifier.method if isinstance(self.quantifier, Quantifier) else self.quantifier
+        return self._READS.get(q.lower(), ()) if isinstance(q, str) else ()
+
     def _fit(self, X_val, y_val):
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         self.quantifier_ = make_quantifier(self.quantifier, self.classifier, self.random_state)
         if not self.quantifier_.is_fitted:  # a fitted capshift Quantifier can be shared between methods
-            self.quantifier_.fit(X_val, y_val, self.n_classes_)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", InsufficientEvidenceWarning)  # fit() warned under the method's name
+                self.quantifier_.fit(X_val, y_val, self.n_classes_)
         elif self.quantifier_.n_classes_ != self.n_classes_:
             raise ValueError(f"the shared quantifier was fitted on {self.quantifier_.n_classes_} classes, "
                              f"the classifier has {self.n_classes_}")
@@ -319,6 +341,15 @@ class LEAP(_LEAPEstimator):
         Solver of the constrained fallback (Sect. 4.5); see :class:`TableSolver`.
     random_state : int or None
         Seed of the quantifier's surrogate classifier.
+
+    Degenerate classifiers and minimum evidence (checked by ``fit``; issue 23). "acc" and "cc" count h's decisions:
+    if h predicts a single class on V, ACC's rate matrix is singular and CC's count is a vertex, so the estimate
+    cannot be trusted (:class:`capshift.DegenerateClassifierWarning`). "sld" and "kdey-h" read h's posteriors: if
+    they are one-hot (or identical) on every item of V, they carry no confidence and the estimate cannot be
+    trusted (the same warning). "kdey" (a surrogate classifier on x) and "oracle" read nothing of h and still
+    work: the equations then give column h(x) = q-hat. "kdey" needs 5 validation items of every class (its
+    surrogate's posteriors are 5-fold cross-validated): below that it warns
+    (:class:`capshift.InsufficientEvidenceWarning`), and with 1 item it refuses (ValueError).
 
     Attributes
     ----------

@@ -35,9 +35,9 @@ from quapy.method.aggregative import CC, EMQ, AggregativeQuantifier, KDEyML
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import ParameterGrid, train_test_split
+from sklearn.model_selection import ParameterGrid, StratifiedKFold, cross_val_predict, train_test_split
 
-from ._validation import check_fraction, check_int, check_seed, check_X
+from ._validation import InsufficientEvidenceWarning, check_fraction, check_int, check_seed, check_X
 from .base import CAPEstimator, check_posteriors
 from .datasets import Split
 from .protocols import upp_indices  # sampling of the grid search's scoring samples (QuaPy's UPP)
@@ -172,9 +172,13 @@ class _QuAcc(CAPEstimator):
 
     _variant = None
     needs_proba = True
+    #: Minimum validation evidence per cell: a cell with fewer items of V is not given to the quantifier (its
+    #: classifier is cross-validated in 5 stratified folds, KDEy builds a density from the cell's items) and is
+    #: estimated from V's rates instead (:class:`capshift.InsufficientEvidenceWarning`; see :class:`QuAcc1xN2`).
+    min_per_cell: int = 5
 
     def __init__(self, classifier, quantifier="sld", measure="accuracy", C=1.0, class_weight=None,
-                 recalib=None, bandwidth=0.1, covariates=False, random_state=None):
+                 recalib=None, bandwidth=0.1, covariates=False, min_separation=0.5, random_state=None):
         super().__init__(classifier, measure=measure, random_state=random_state)
         self.quantifier = quantifier
         self.C = C
@@ -182,14 +186,14 @@ class _QuAcc(CAPEstimator):
         self.recalib = recalib
         self.bandwidth = bandwidth
         self.covariates = covariates
+        self.min_separation = min_separation
 
     # -- construction ---------------------------------------------------------------------------
     def _build_quantifier(self) -> AggregativeQuantifier:
         key = resolve_quantifier(self.quantifier, QUANTIFIERS)
         if not isinstance(key, str):
             return key
-        lr = LogisticRegression(C=self.C, class_weight=self.class_weight, max_iter=1000,
-                                random_state=self.random_state)
+        lr = self._surrogate()
         if key == "cc":
             return CC(lr)
         if key == "sld":
@@ -202,6 +206,58 @@ class _QuAcc(CAPEstimator):
             return EMQ(lr, val_split=5, exact_train_prev=False, calib=self.recalib, on_calib_error="backup")
         check_fraction(self.bandwidth, "bandwidth", 0.0, np.inf)  # KDEy kernel bandwidth > 0
         return KDEyML(lr, val_split=5, bandwidth=float(self.bandwidth), random_state=self.random_state)
+
+    def _surrogate(self):
+        """The quantifier's classifier (unfitted): the paper's logistic regression, or a QuaPy instance's own."""
+        if isinstance(self.quantifier, AggregativeQuantifier):
+            return clone(self.quantifier.classifier)
+        return LogisticRegression(C=self.C, class_weight=self.class_weight, max_iter=1000,
+                                  random_state=self.random_state)
+
+    def _select_cells(self, Xh, labels, column):
+        """Split a quantifier's labels into those it is trained on and those estimated from V's rates.
+
+        ``labels`` (m,) are the quantifier's classes (cells, or true classes for n×n) and ``column`` maps a label
+        to its predicted class (-1 for 1×(n+1)'s merged error cell, which spans every column). The largest cell
+        of each column is always kept (the "absorber" of the column's items the quantifier is not trained on).
+        Another cell is left to V's rates if it has fewer than :attr:`min_per_cell` items ("thin") or if the
+        quantifier's classifier, cross-validated on V, cannot tell it from the rest of its column: its
+        separation, the mean cross-validated posterior of the cell on its own items minus that on the column's
+        other items (the tpr - fpr of (P)ACC, Forman 2008), is below ``min_separation``. (Then the cell's
+        prevalence estimate has more than 1/min_separation times the sampling error of counting it, and for
+        errors that look like correct items -- label noise, Bayes error -- it is not identifiable at all.)
+        Returns ``(kept, thin, unseparated)``, sorted label arrays.
+        """
+        present, counts = np.unique(labels, return_counts=True)
+        cols = np.array([column(c) for c in present])
+        absorbers = {int(present[cols == j][np.argmax(counts[cols == j])]) for j in np.unique(cols) if j >= 0}
+        thin = [int(c) for c, k in zip(present, counts) if k < self.min_per_cell and int(c) not in absorbers]
+        kept = [int(c) for c in present if int(c) not in thin]
+        unseparated = []
+        if len(kept) >= 2 and self.min_separation > 0:
+            rows = np.isin(labels, kept)
+            folds = int(min(5, counts[np.isin(present, kept)].min()))
+            if folds >= 2:
+                clf = self._surrogate()
+                how = "predict_proba" if hasattr(clf, "predict_proba") else "predict"
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # convergence and fold-size notices of the surrogate
+                    P = cross_val_predict(clf, Xh[rows], labels[rows], method=how,
+                                          cv=StratifiedKFold(folds, shuffle=True, random_state=self.random_state
+                                                             if self.random_state is not None else 0))
+                lab = labels[rows]
+                if how == "predict":
+                    P = (P[:, None] == np.array(kept)[None, :]).astype(float)
+                lab_col = np.array([column(c) for c in lab])
+                for k, c in enumerate(kept):
+                    j = column(c)
+                    if c in absorbers:
+                        continue
+                    rest = (lab != c) if j < 0 else ((lab != c) & (lab_col == j))
+                    if rest.any() and P[lab == c, k].mean() - P[rest, k].mean() < self.min_separation:
+                        unseparated.append(c)
+        kept = [c for c in kept if c not in unseparated]
+        return np.array(kept, dtype=np.int64), np.array(thin, dtype=np.int64), np.array(unseparated, dtype=np.int64)
 
     def _fit_one(self, Xh, labels):
         present = np.unique(labels)
@@ -235,15 +291,103 @@ class _QuAcc(CAPEstimator):
 
     def _fit(self, X_val, y_val):
         n = self.n_classes_
+        check_fraction(self.min_separation, "min_separation", 0.0, 1.0, closed="both")
         Xh, pred = self._features(X_val)
         y_val = np.asarray(y_val).astype(np.int64)
+        rated = np.zeros((n, n), dtype=bool)  # cells estimated from V's rates, not by the quantifier
+        thin_cells = []
         if self._variant == "nxn":
             self.quantifiers_ = []
             for j in range(n):
                 mask = pred == j
-                self.quantifiers_.append(self._fit_one(Xh[mask], y_val[mask]) if mask.any() else None)
+                if not mask.any():
+                    self.quantifiers_.append(None)
+                    continue
+                kept, thin, unsep = self._select_cells(Xh[mask], y_val[mask], lambda c: 0)
+                rated[np.r_[thin, unsep], j] = True
+                thin_cells += [(int(i), j) for i in thin]
+                rows = np.isin(y_val[mask], kept)
+                self.quantifiers_.append(self._fit_one(Xh[mask][rows], y_val[mask][rows]))
         else:
-            self.quantifiers_ = [self._fit_one(Xh, cell_labels(y_val, pred, n, self._variant))]
+            labels = cell_labels(y_val, pred, n, self._variant)
+            column = (lambda c: c % n) if self._variant == "1xn2" else (lambda c: c if c < n else -1)
+            kept, thin, unsep = self._select_cells(Xh, labels, column)
+            for c in np.r_[thin, unsep]:
+                if self._variant == "1xn2":
+                    rated[c // n, c % n] = True
+                else:  # the merged error cell: every off-diagonal cell
+                    rated |= ~np.eye(n, dtype=bool)
+            thin_cells += ([(int(c // n), int(c % n)) for c in thin] if self._variant == "1xn2" else
+                           [("errors", int(np.sum(labels == n)))] if thin.size else [])
+            rows = np.isin(labels, kept)
+            self.quantifiers_ = [self._fit_one(Xh[rows], labels[rows])]
+        counts = np.zeros((n, n), dtype=np.int64)
+        np.add.at(counts, (y_val, pred), 1)
+        self.rate_cells_ = rated & (counts > 0)
+        self._rates = self._rate_system(counts, self.rate_cells_)
+        if thin_cells:
+            where = ", ".join(f"{c[1]} merged error items" if c[0] == "errors" else
+                              f"(true {c[0]}, predicted {c[1]}): {counts[c]}" for c in thin_cells)
+            warnings.warn(f"{type(self).__name__}: validation cells with fewer than {self.min_per_cell} items ({where}); "
+                          f"the quantifier needs at least {self.min_per_cell} validation items per cell to learn a "
+                          "cell, so these are estimated from V's rates P(h=j|y=i) and the estimated prevalence of "
+                          "their true class (prior probability shift) instead, and rates from so few items are "
+                          "unreliable; collect more validation items", InsufficientEvidenceWarning, stacklevel=4)
+
+    def _rate_system(self, counts, rated):
+        """How the table is completed when some cells are rated (estimated from V's rates, not quantified).
+
+        A rated cell c = (i, j) is estimated as ``w_c * x[r]``, with r its row's largest quantified cell
+        (normally the diagonal) and ``w_c = C_V[c] / C_V[r]``: under prior probability shift the rates
+        P(h = j | y = i) are those of V (LEAP 2025, Sect. 4.1), so the ratio of two cells of a row is V's. If the
+        row has no quantified cell, r is the largest quantified cell of column j (then the cell keeps V's share of
+        its column's absorber). The quantifier, not trained on rated cells, assigns their test items to their
+        column's absorber a_j (its largest quantified cell), so the rated cells' mass is taken from a_j's, never
+        more than a_j has (:meth:`_with_rates`): column sums are the quantifier's (n×n: the observed fractions).
+        Returns ``(rated cells, their references, weights, absorbers)`` as flat indices, or None.
+        """
+        n = self.n_classes_
+        if not rated.any():
+            return None
+        kept = (counts > 0) & ~rated
+        out = []
+        for i, j in zip(*np.nonzero(rated)):
+            col = np.flatnonzero(kept[:, j])
+            if not col.size:  # (1x(n+1) only: h is never right when it predicts j) no quantified cell: mass 0
+                continue
+            absorber = int(col[np.argmax(counts[col, j])]) * n + j
+            row = np.flatnonzero(kept[i])
+            r = int(i * n + row[np.argmax(counts[i, row])]) if row.size else absorber
+            out.append((i * n + j, r, counts[i, j] / counts.flat[r], absorber))
+        if not out:
+            return None
+        cells, refs, w, absorbers = (np.array(v) for v in zip(*out))
+        return cells.astype(np.int64), refs.astype(np.int64), w.astype(float), absorbers.astype(np.int64)
+
+    def _with_rates(self, Q) -> np.ndarray:
+        """The table (n, n) from the quantifier's masses Q (n, n), rated cells filled in (:meth:`_rate_system`).
+
+        Fixed point of: rated cell c gets ``w_c * x[r_c]``, scaled down if its absorber has less mass than its
+        rated cells ask for, and its absorber keeps the rest (converges fast: the weights are V's error-to-correct
+        ratios, well below 1 for any useful h; at most 200 rounds)."""
+        if getattr(self, "_rates", None) is None:
+            return Q
+        cells, refs, w, absorbers = self._rates
+        q = Q.ravel().astype(float)
+        x = q.copy()
+        for _ in range(200):
+            demand = w * x[refs]
+            asked = np.bincount(absorbers, demand, minlength=q.size)
+            scale = np.minimum(1.0, np.divide(q, asked, out=np.ones_like(q), where=asked > 0))
+            e = demand * scale[absorbers]
+            new = q - np.bincount(absorbers, e, minlength=q.size)
+            new[cells] = e
+            new = np.clip(new, 0.0, None)
+            done = np.abs(new - x).max() < 1e-14
+            x = new
+            if done:
+                break
+        return (x / x.sum()).reshape(Q.shape)
 
     # -- prediction -----------------------------------------------------------------------------
     def classify(self, X, posteriors=None) -> _Classified:
@@ -287,12 +431,14 @@ class _QuAcc(CAPEstimator):
                     T[j, j] = gamma[j]
                     continue
                 T[:, j] = gamma[j] * self._prevalence(q, classified.parts[j][1], classified.where[sel], n)
-            return T
+            return self._with_rates(T)
         q = self.quantifiers_[0]
         size = n * n if self._variant == "1xn2" else n + 1
         prev = self._prevalence(q, classified.parts[0][1], classified.where[idx], size)
         if self._variant == "1xn2":
-            return prev.reshape(n, n)
+            return self._with_rates(prev.reshape(n, n))
+        if getattr(self, "_rates", None) is not None:  # the error cell is rated: rows scaled by V's rates
+            return self._with_rates(np.diag(prev[:n]))
         return self._place_errors(prev[:n], prev[n], gamma)
 
     @staticmethod
@@ -330,6 +476,19 @@ class QuAcc1xN2(_QuAcc):
     trained on x̂ estimates the cell prevalences of a test sample, which, reshaped (n, n), are the table.
     Cells absent from V get 0.
 
+    Cells the quantifier cannot learn (beyond the paper; shared by the three variants). A cell with fewer than
+    :attr:`min_per_cell` (5) items of V, or one that the quantifier's classifier, cross-validated on V, cannot
+    tell from the rest of its predicted column (separation below ``min_separation``; typically h's errors when
+    they look like its correct items: label noise, Bayes error), is not quantified: it is a *rated* cell
+    (``rate_cells_``), estimated from its row's largest quantified cell times V's ratio of the two, which
+    prior probability shift leaves unchanged (LEAP 2025, Sect. 4.1), its mass taken from its column's largest
+    quantified cell, which the quantifier gives the cell's items. Thin cells are reported with an
+    :class:`capshift.InsufficientEvidenceWarning`. Without this, a quantifier asked to split indistinguishable
+    cells returns arbitrary splits: KDEy-ML's mixture is then not identifiable and its maximum-likelihood
+    weights sit on a vertex (QuAcc n×n with KDEy predicted 0.025 on its own validation set of accuracy 0.93,
+    issue 23); SLD's and CC's splits are noisy or biased. h's decisions and posteriors are only part of x̂, so
+    QuAcc still works with a degenerate h (one predicted class, one-hot posteriors).
+
     Parameters
     ----------
     classifier : fitted scikit-learn classifier with ``predict_proba`` over classes 0..n-1
@@ -348,12 +507,17 @@ class QuAcc1xN2(_QuAcc):
         KDEy kernel bandwidth (paper's grid 0.01..0.20); KDEy only.
     covariates : bool or sequence of {"mc", "ne", "mis"}
         Extra covariates appended to x̂ (True: all three).
+    min_separation : float in [0, 1]
+        Smallest separation (mean cross-validated posterior of a cell on its items minus on its column's other
+        items, the tpr - fpr of PACC) of a quantified cell (default 0.5: the cell's estimate then has at most
+        twice the sampling error of counting it); 0 quantifies every cell with enough items, as the paper does.
     random_state : int or None
-        Seed of the logistic regression and of KDEy's folds.
+        Seed of the logistic regression, of KDEy's folds and of the separation's folds (None: 0 for the latter).
 
     Attributes
     ----------
-    n_classes_, val_table_, val_pred_ : as every CAP estimator; ``quantifiers_`` : list of fitted quantifiers.
+    n_classes_, val_table_, val_pred_ : as every CAP estimator; ``quantifiers_`` : list of fitted quantifiers;
+    ``rate_cells_`` : bool (n, n), the cells estimated from V's rates.
     """
 
     _variant = "1xn2"
@@ -491,6 +655,10 @@ class QuAccGridSearch(CAPEstimator):
     """
 
     needs_proba = True
+    #: V is split stratified into a fitting and a scoring part: each needs an item of every class (ValueError below).
+    min_per_class = 2
+    min_per_class_is_hard = True
+    evidence_reason = "it splits V, stratified by class, into a part the candidates are fitted on and a scoring part"
 
     def __init__(self, classifier, estimators=None, param_grid=None, measure="accuracy", holdout=0.4,
                  n_samples=100, sample_size=100, random_state=0):
@@ -545,7 +713,9 @@ class QuAccGridSearch(CAPEstimator):
             for params in grid:
                 cand = clone(est).set_params(classifier=self.classifier, random_state=self.random_state,
                                              measure=self.measure, **params)
-                cand.fit(X_tr, y_val[tr])
+                with warnings.catch_warnings():  # the refit of the best on the whole V reports what still applies
+                    warnings.simplefilter("ignore", InsufficientEvidenceWarning)
+                    cand.fit(X_tr, y_val[tr])
                 cl = cand.classify(X_va, post_va)
                 pred = get_measure(self.measure)(np.stack([cand.aggregate(cl, s) for s in samples]))
                 score = float(np.mean(np.abs(pred - true)))

@@ -39,8 +39,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
 from ._kdey import KDEY_BACKENDS, KDEyEvaluator, check_kdey_backend
-from ._validation import (ATOL, check_classifier, check_distribution, check_every_class, check_fitted, check_fraction,
-                          check_int, check_labels, check_seed, check_X)
+from ._validation import (ATOL, check_class_evidence, check_classifier, check_distribution, check_every_class,
+                          check_fitted, check_fraction, check_int, check_labels, check_seed, check_X)
 
 __all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "Quantifier", "make_quantifier", "check_prevalence", "resolve_quantifier"]
 
@@ -110,6 +110,19 @@ class Quantifier:
         return hasattr(self, "n_classes_")
 
     @property
+    def min_per_class(self) -> int:
+        """Validation items of every class this quantifier needs: the folds of its cross-validation (5 for
+        ``"kdey"``, whose surrogate's posteriors are 5-fold stratified; a QuaPy instance's integer ``val_split``),
+        else 1. Below it the stratified folds cannot all hold every class, and the class-conditional densities
+        are built from posteriors of classifiers that never saw the class. The CAP methods check it in ``fit``
+        (:class:`capshift.InsufficientEvidenceWarning`)."""
+        if isinstance(self.method, str):
+            return 5 if self.method.lower() == "kdey" else 1
+        k = getattr(self.method, "val_split", None)
+        return int(k) if isinstance(k, int) and not isinstance(k, bool) and getattr(self.method, "fit_classifier",
+                                                                                   True) else 1
+
+    @property
     def is_oracle(self) -> bool:
         return isinstance(self.method, str) and self.method.lower() == "oracle"
 
@@ -143,8 +156,9 @@ class Quantifier:
     def fit(self, X_val, y_val, n_classes: int):
         """Fit on V: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n_classes-1, every class present. Returns self.
 
-        Raises ValueError/TypeError for invalid input (:mod:`capshift._validation`), an unknown method or a
-        class absent from V.
+        Raises ValueError/TypeError for invalid input (:mod:`capshift._validation`), an unknown method, a class
+        absent from V, or a class with 1 item for a cross-validated quantifier ("kdey"); warns
+        (:class:`capshift.InsufficientEvidenceWarning`) below :attr:`min_per_class`.
         """
         n_classes = check_int(n_classes, "n_classes", min_value=2)
         X_val = check_X(X_val, "X_val")
@@ -154,8 +168,18 @@ class Quantifier:
         backend = check_kdey_backend(self.kdey_backend)
         q_ = self._build()
         if q_ is not None:
+            need, who = self.min_per_class, f"quantifier {self.name!r}"
+            if need > 1:  # with 1 item the class is missing from a training fold: no posterior for it at all
+                check_class_evidence(y_val, n_classes, 2, who, "every training fold of its cross-validation needs "
+                                     "every class", hard=True)
+            check_class_evidence(y_val, n_classes, need, who,
+                                 f"its classifier's posteriors on V are cross-validated in {need} stratified folds")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
+                # scikit-learn's "The least populated class in y has only k members" (stratified folds)
+                # and "Number of classes in training fold ... does not match": both reported above
+                warnings.filterwarnings("ignore", message=".*least populated class")
+                warnings.filterwarnings("ignore", message=".*Number of classes in training fold")
                 q_.fit(X_val, y_val)
             classes = np.asarray(q_.classes_)
             if classes.shape != (n_classes,) or np.any(classes != np.arange(n_classes)):

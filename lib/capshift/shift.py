@@ -433,12 +433,13 @@ class PriorShift(_ShiftFamily):
     y : int array (m,)
         Class labels 0..n-1, every class present (binary: 1 = positive). For an ordinal label, binarise it
         first (:func:`binarise`; the paper cuts 1-5 stars at 3).
-    train_prevalences, test_prevalences : sequence of float, (k, n) array, or int
-        Binary: grids of the positive prevalence, defaults :data:`PAPER_TRAIN_PREVALENCES` and
-        :data:`PAPER_TEST_PREVALENCES`. Multiclass (beyond the paper, which leaves it to future work):
-        (k, n) arrays of prevalence vectors (e.g. ``capshift.protocols.app_prevalences``), or an int k for
-        k seeded uniform draws on the simplex (:func:`dirichlet_prevalences`; the training ones keep every
-        class at >= 0.02). A training prevalence that leaves a class with no item raises ValueError.
+    train_prevalences, test_prevalences : sequence of float or (k, n) array
+        Grids of prevalences, always a sequence (a bare number is refused with TypeError: write ``[1.0]`` for
+        the single prevalence 1, ``[0.0]`` for 0). Binary: grids of the positive prevalence in [0, 1], defaults
+        :data:`PAPER_TRAIN_PREVALENCES` and :data:`PAPER_TEST_PREVALENCES`. Multiclass (beyond the paper, which
+        leaves it to future work): (k, n) arrays of prevalence vectors (e.g.
+        ``capshift.protocols.app_prevalences``). A training prevalence that leaves a class with no item raises
+        ValueError.
     train_size, test_size, n_samples, repeats : int
         Items per training sample (paper 5,000) and test sample (500), test samples per test condition
         and training condition (50), repetitions (10).
@@ -450,6 +451,10 @@ class PriorShift(_ShiftFamily):
         Seed of the pool split and of every draw.
     return_type : str
         What QuaPy's call yields: "sample_prev", "labelled_collection" or "index".
+    n_train_draws, n_test_draws : int or None
+        Instead of a grid: k seeded uniform draws on the simplex (:func:`dirichlet_prevalences`, any number of
+        classes; the training ones keep every class at >= 0.02). Give either the grid or the number of draws,
+        not both (ValueError).
 
     ``parameters`` columns: ``trial, repeat, p_L, p_U, sample, degree`` (``p_U - p_L`` rounded to 1
     decimal), ``size``, ``prevalence`` (realised positive prevalence). Multiclass: ``p_L``/``p_U`` are
@@ -461,7 +466,8 @@ class PriorShift(_ShiftFamily):
 
     def __init__(self, X, y, train_prevalences=None, test_prevalences=None, train_size: int = 5000,
                  test_size: int = 500, n_samples: int = 50, repeats: int = 10, train_prop: float = 0.6,
-                 replace: bool = True, random_state: int = 0, return_type: str = "sample_prev"):
+                 replace: bool = True, random_state: int = 0, return_type: str = "sample_prev",
+                 n_train_draws: int | None = None, n_test_draws: int | None = None):
         super().__init__(train_size, test_size, n_samples, repeats, train_prop, replace, random_state, return_type)
         self.X_ = _features(X)
         # class codes through the validation layer (integral floats such as 0.0/1.0 are codes), any number of classes
@@ -471,8 +477,8 @@ class PriorShift(_ShiftFamily):
             raise ValueError(f"y must contain every class 0..{n - 1} (at least 2 classes), got counts "
                              f"{np.bincount(y, minlength=n).tolist()}")
         self.y_, self.n_classes_, self.classes_ = y, n, np.arange(n)
-        self.train_prevalences_ = self._prevalences(train_prevalences, "train_prevalences", True)
-        self.test_prevalences_ = self._prevalences(test_prevalences, "test_prevalences", False)
+        self.train_prevalences_ = self._prevalences(train_prevalences, n_train_draws, "train", True)
+        self.test_prevalences_ = self._prevalences(test_prevalences, n_test_draws, "test", False)
         counts = np.array([_counts(self.train_size, p) for p in self.train_prevalences_])
         if np.any(counts == 0):
             k = np.argwhere(counts == 0)[0]
@@ -486,16 +492,25 @@ class PriorShift(_ShiftFamily):
         self._cells["test"] = [np.searchsorted(self.test_pool_, c) for c in self._cells["test"]]
         self._check_supply()
 
-    def _prevalences(self, value, name, train):
-        n = self.n_classes_
+    def _prevalences(self, value, draws, part, train):
+        n, name, dname = self.n_classes_, f"{part}_prevalences", f"n_{part}_draws"
+        if draws is not None:
+            if value is not None:
+                raise ValueError(f"give either {name} (a grid of prevalences) or {dname} (that many random draws on "
+                                 f"the simplex), not both")
+            return dirichlet_prevalences(n, check_int(draws, dname),
+                                         seed=(self.random_state + (0 if train else 1)) % (MAX_SEED + 1),
+                                         min_prevalence=0.02 if train else 0.0)
         if value is None:
             if n > 2:
-                raise ValueError(f"{name} must be given for {n} classes: a (k, {n}) array of prevalence vectors "
-                                 "or an int k (k seeded uniform draws on the simplex)")
+                raise ValueError(f"{name} must be given for {n} classes: a (k, {n}) array of prevalence vectors, "
+                                 f"or {dname}=k for k seeded uniform draws on the simplex")
             value = PAPER_TRAIN_PREVALENCES if train else PAPER_TEST_PREVALENCES
-        if isinstance(value, Integral) and not isinstance(value, bool):
-            return dirichlet_prevalences(n, check_int(value, name), seed=(self.random_state + (0 if train else 1)) % (MAX_SEED + 1),
-                                         min_prevalence=0.02 if train else 0.0)
+        if not isinstance(value, (str, bytes)) and np.ndim(value) == 0:  # 1 or 1.0: a prevalence or a count?
+            one = f"[{value!r}]" if n == 2 else f"[[...{n} values...]]"
+            raise TypeError(f"{name} must be a sequence of prevalences (a grid), got the bare number {value!r}, which "
+                            f"could mean a prevalence or a number of draws: write {name}={one} for that prevalence, "
+                            f"or {dname}={value!r} for that many random draws on the simplex")
         arr = np.asarray(value, dtype=float) if not isinstance(value, str) else None
         if arr is None:
             raise TypeError(f"{name} must be numbers, got a string")
