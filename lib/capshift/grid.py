@@ -50,7 +50,7 @@ from tqdm import tqdm
 
 from . import __version__, registry
 from . import datasets as _datasets
-from ._validation import check_int
+from ._validation import CAPWarning, check_int
 from .leap import DEFAULT_SOLVER
 from .classifiers import CLASSIFIERS
 from .experiment import DEFAULT_METHODS, RESULT_COLUMNS, check_run_args, method_frame, prepare
@@ -78,7 +78,7 @@ class CellTimeout(BaseException):
     ``except Exception`` cannot swallow it."""
 
 
-class FailedCellsWarning(UserWarning):
+class FailedCellsWarning(CAPWarning):
     """Some cells of a grid failed (an error or the time budget): they are listed, never turned into numbers."""
 
 
