@@ -466,9 +466,9 @@ class CBPE(_PosteriorBaseline):
     exactly 0 (vote fractions of RF and kNN, underflow of LR and MLP far from the boundary) would
     make the fitted BCTS fail (and SLD would run on the uncalibrated posteriors) or, on a test
     sample, turn rows into NaN. Before BCTS (on V and on every test sample), exact zeros are
-    therefore raised to ``floor_``, half the smallest positive posterior on V: below every value h
-    gave on V, and half a vote for a vote-fraction classifier (0.005 for a forest of 100 trees,
-    0.05 for a 10-NN). Positive posteriors are not changed, so neither are the results on
+    therefore raised to ``floor_``, half the smallest positive posterior on V (at least the smallest
+    normal float): below every value h gave on V, and half a vote for a vote-fraction classifier
+    (0.005 for a forest of 100 trees, 0.05 for a 10-NN). Positive posteriors are not changed, so neither are the results on
     posteriors without zeros. Fallback: if BCTS still cannot be fitted (the optimiser fails),
     ``bcts_`` is False and SLD adjusts h's own posteriors, started from their mean on V (QuaPy's
     ``on_calib_error="backup"``, made visible).
@@ -502,7 +502,7 @@ class CBPE(_PosteriorBaseline):
             self.emq_ = self._fit_calibrator(P_val, y_val)
 
     def _fit_calibrator(self, P_val, y_val):
-        self.floor_ = 0.5 * float(P_val[P_val > 0].min())
+        self.floor_ = max(0.5 * float(P_val[P_val > 0].min()), np.finfo(float).tiny)  # half of a subnormal is 0
         emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts",
                   on_calib_error="raise")
         try:
