@@ -469,7 +469,8 @@ class CBPE(_PosteriorBaseline):
     therefore raised to ``floor_``, half the smallest positive posterior on V (at least the smallest
     normal float): below every value h gave on V, and half a vote for a vote-fraction classifier
     (0.005 for a forest of 100 trees, 0.05 for a 10-NN). Positive posteriors are not changed, so neither are the results on
-    posteriors without zeros. Fallback: if BCTS still cannot be fitted (the optimiser fails),
+    posteriors without zeros. Fallback: if BCTS still cannot be fitted (abstention's L-BFGS-B stops
+    abnormally, e.g. when h separates V and the temperature runs to 0, where ``exp`` overflows),
     ``bcts_`` is False and SLD adjusts h's own posteriors, started from their mean on V (QuaPy's
     ``on_calib_error="backup"``, made visible).
 
