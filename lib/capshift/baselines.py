@@ -466,10 +466,14 @@ class CBPE(_PosteriorBaseline):
     exactly 0 (vote fractions of RF and kNN, underflow of LR and MLP far from the boundary) would
     make the fitted BCTS fail (and SLD would run on the uncalibrated posteriors) or, on a test
     sample, turn rows into NaN. Before BCTS (on V and on every test sample), exact zeros are
-    therefore raised to ``floor_``, half the smallest positive posterior on V (at least the smallest
-    normal float): below every value h gave on V, and half a vote for a vote-fraction classifier
-    (0.005 for a forest of 100 trees, 0.05 for a 10-NN). Positive posteriors are not changed, so neither are the results on
-    posteriors without zeros. Fallback: if BCTS still cannot be fitted (abstention's L-BFGS-B stops
+    therefore raised to ``floor_``, a value below every positive posterior h gave on V: half the
+    smallest one (half a vote for a vote-fraction classifier: 0.005 for a forest of 100 trees, 0.05
+    for a 10-NN) times 1, 1e-3, ..., 1e-12, whichever gives BCTS the smallest negative
+    log-likelihood on V (the floor sets how strongly a confidently wrong item pulls the
+    temperature up, so it is fitted like the temperature; with 26 classes and 10 neighbours, half a
+    vote on each of 25 empty classes flattens every posterior). If V has no zeros, ``floor_`` is half
+    the smallest posterior. Positive posteriors are not changed, so neither are the results on
+    posteriors without zeros. Fallback: if BCTS cannot be fitted with any floor (abstention's L-BFGS-B stops
     abnormally, e.g. when h separates V and the temperature runs to 0, where ``exp`` overflows),
     ``bcts_`` is False and SLD adjusts h's own posteriors, started from their mean on V (QuaPy's
     ``on_calib_error="backup"``, made visible).
@@ -503,16 +507,28 @@ class CBPE(_PosteriorBaseline):
             self.emq_ = self._fit_calibrator(P_val, y_val)
 
     def _fit_calibrator(self, P_val, y_val):
-        self.floor_ = max(0.5 * float(P_val[P_val > 0].min()), np.finfo(float).tiny)  # half of a subnormal is 0
-        emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts",
-                  on_calib_error="raise")
-        try:
-            emq.aggregation_fit(_floor_zeros(P_val, self.floor_), y_val)
-            self.bcts_ = True
-        except RuntimeError:  # abstention's optimiser failed: SLD on h's posteriors (see the class docstring)
-            emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib=None)
-            emq.aggregation_fit(P_val, y_val)
-            self.bcts_ = False
+        tiny = np.finfo(float).tiny
+        half = max(0.5 * float(P_val[P_val > 0].min()), tiny)  # at least tiny: half of a subnormal is 0
+        floors = [half] if (P_val > 0).all() else [max(half * step, tiny) for step in _FLOOR_STEPS]
+        best = None
+        for floor in floors:
+            emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts",
+                      on_calib_error="raise")
+            try:
+                emq.aggregation_fit(_floor_zeros(P_val, floor), y_val)
+            except RuntimeError:  # abstention's optimiser failed for this floor
+                continue
+            p_true = emq._calibrate_if_requested(_floor_zeros(P_val, floor))[np.arange(len(y_val)), y_val]
+            nll = -float(np.mean(np.log(np.maximum(p_true, tiny))))
+            if np.isfinite(nll) and (best is None or nll < best[0]):
+                best = (nll, floor, emq)
+        self.floor_ = half if best is None else best[1]
+        self.bcts_ = best is not None
+        if best is not None:
+            return best[2]
+        # no floor gave a BCTS fit: SLD on h's posteriors (see the class docstring)
+        emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib=None)
+        emq.aggregation_fit(P_val, y_val)
         return emq
 
     def __getstate__(self):
@@ -590,6 +606,10 @@ class COT(_PosteriorBaseline):
             return [cot_accuracy(P, self.val_prev_) for P in post]
         return [cot_accuracy(P, self.quantifier_.quantify(X, None if prevalences is None else prevalences[s]))
                 for s, (X, P) in enumerate(zip(samples, post))]
+
+
+#: Candidate values of exact-zero posteriors before BCTS, as fractions of half the smallest positive posterior on V.
+_FLOOR_STEPS = 10.0 ** -np.arange(0, 13, 3)
 
 
 def _floor_zeros(P, floor):
