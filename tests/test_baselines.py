@@ -1,10 +1,14 @@
 """CAP baselines: Naive, ATC, DoC, DS, NN, CBPE, COT/Q-COT, RCA/RCA* (capshift.baselines)."""
+import time
+
+import abstention.calibration
 import numpy as np
 import pytest
+from quapy.method.aggregative import EMQ
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import SVC
 
-from capshift import baselines, registry
+from capshift import baselines, datasets, experiment, protocols, registry
 from capshift.baselines import (ATC, CBPE, COT, DS, NN, RCA, DoC, Naive, RCAStar, atc_threshold, cbpe_table,
                                 cot_accuracy, dispersion_score, max_confidence, nuclear_norm_score)
 from capshift.tables import accuracy, contingency_table, get_measure, macro_f1
@@ -132,6 +136,62 @@ def test_cbpe_recovers_expected_table_with_calibrated_posteriors():
     # E[C_true] = C_hat: each cell is a mean of m Bernoulli-like terms, standard error <= 0.5 / sqrt(m)
     np.testing.assert_allclose(contingency_table(y, y_pred, n), C_hat, atol=4 * 0.5 / np.sqrt(m))
 
+
+
+@pytest.fixture(scope="module")
+def german():
+    return datasets.load("german", seed=0)
+
+
+@pytest.mark.parametrize("clf", ["mlp", "rf"])
+def test_sld_cbpe_on_german_with_mlp_and_rf(german, clf):
+    # issue 18: RF's vote fractions have exact 0s and 1s; BCTS takes log-posteriors, so a test sample with a 0
+    # came out of BCTS as NaN rows, SLD iterated to QuaPy's MAX_ITER on them and the table was refused. Now the
+    # calibrated posteriors are distributions, the run takes well under a second, and under UPP shift the
+    # estimate is closer to h's true accuracy than V's accuracy is (Naive).
+    d = german
+    h = experiment.make_classifier(clf, 0).fit(d.X_L, d.y_L)
+    P_V, P_U = h.predict_proba(d.X_V), h.predict_proba(d.X_U)
+    if clf == "rf":
+        assert (P_U == 0).any() and (P_U == 1).any()  # the case that failed
+    idx = protocols.upp_indices(d.y_U, 100, 200, 0, n_classes=2)
+    t0 = time.perf_counter()
+    est = CBPE(h).fit(d.X_V, d.y_V)
+    cal = [est.calibrate(P_U[i]) for i in idx]
+    pred = est.predict_batch([d.X_U[i] for i in idx], "accuracy", posteriors=[P_U[i] for i in idx])
+    assert time.perf_counter() - t0 < 30
+    assert est.bcts_ and 0 < est.floor_ <= P_V[P_V > 0].min()
+    for C in cal:
+        assert np.isfinite(C).all() and (C >= 0).all() and (C <= 1).all()
+        np.testing.assert_allclose(C.sum(axis=1), 1.0, atol=1e-12)
+    true = np.array([np.mean(h.predict(d.X_U[i]) == d.y_U[i]) for i in idx])
+    naive = np.mean(h.predict(d.X_V) == d.y_V)
+    assert np.isfinite(pred).all()
+    assert np.mean(np.abs(pred - true)) < min(0.12, np.mean(np.abs(naive - true))), (clf, pred, true)
+
+
+def test_sld_cbpe_is_quapys_emq_bcts_on_posteriors_without_zeros(problem):
+    # raising exact zeros to floor_ leaves positive posteriors alone: without zeros, the calibrated posteriors
+    # are QuaPy's EMQ-BCTS (fitted on the same V) to the last bit
+    h, X_V, y_V, X_U, _ = problem
+    P_V, P = h.predict_proba(X_V), h.predict_proba(X_U[:100])
+    assert (P_V > 0).all() and (P > 0).all()
+    emq = EMQ(h, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts")
+    emq.aggregation_fit(P_V, y_V)
+    expected = emq.predict_proba(X_U[:100])
+    np.testing.assert_array_equal(CBPE(h).fit(X_V, y_V).calibrate(P), expected / expected.sum(axis=1, keepdims=True))
+
+
+def test_sld_cbpe_falls_back_to_sld_when_bcts_cannot_be_fitted(problem, monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("ABNORMAL_TERMINATION_IN_LNSRCH")  # how abstention reports a failed L-BFGS-B
+    monkeypatch.setattr(abstention.calibration, "do_tempscale_optimization", fail)
+    h, X_V, y_V, X_U, _ = problem
+    est = CBPE(h).fit(X_V, y_V)
+    P = h.predict_proba(X_U[:100])
+    assert not est.bcts_
+    _, expected = EMQ.EM(h.predict_proba(X_V).mean(axis=0), P)  # SLD on h's posteriors, from their mean on V
+    np.testing.assert_allclose(est.calibrate(P), expected, atol=1e-12)
 
 def test_qcot_with_true_prevalence_on_one_hot_posteriors():
     # one-hot posteriors: COT's cost is the L1 mass h must move between its predicted classes and the

@@ -504,6 +504,22 @@ class CBPE(_PosteriorBaseline):
       posteriors to the test sample's unknown prior (Saerens et al. 2002, Eqs. 2.9-2.10), starting
       from the mean calibrated posterior on V (Alexandari et al.'s setting, QuaPy's ``EMQ_BCTS``).
 
+    Exact zeros. BCTS rescales log-posteriors, and ``log 0`` is ``-inf``: posteriors that are
+    exactly 0 (vote fractions of RF and kNN, underflow of LR and MLP far from the boundary) would
+    make the fitted BCTS fail (and SLD would run on the uncalibrated posteriors) or, on a test
+    sample, turn rows into NaN. Before BCTS (on V and on every test sample), exact zeros are
+    therefore raised to ``floor_``, a value below every positive posterior h gave on V: half the
+    smallest one (half a vote for a vote-fraction classifier: 0.005 for a forest of 100 trees, 0.05
+    for a 10-NN) times 1, 1e-3, ..., 1e-12, whichever gives BCTS the smallest negative
+    log-likelihood on V (the floor sets how strongly a confidently wrong item pulls the
+    temperature up, so it is fitted like the temperature; with 26 classes and 10 neighbours, half a
+    vote on each of 25 empty classes flattens every posterior). If V has no zeros, ``floor_`` is half
+    the smallest posterior. Positive posteriors are not changed, so neither are the results on
+    posteriors without zeros. Fallback: if BCTS cannot be fitted with any floor (abstention's L-BFGS-B stops
+    abnormally, e.g. when h separates V and the temperature runs to 0, where ``exp`` overflows),
+    ``bcts_`` is False and SLD adjusts h's own posteriors, started from their mean on V (QuaPy's
+    ``on_calib_error="backup"``, made visible).
+
     The LEAP paper's L-CBPE calibrates with LasCal (Popordanoska et al., NeurIPS 2024), label-shift
     temperature scaling that minimises an importance-weighted kernel estimate of the calibration
     error; LasCal is not packaged, and this class does not reimplement it: SLD-BCTS is the
@@ -514,6 +530,10 @@ class CBPE(_PosteriorBaseline):
     classifier : fitted classifier with ``predict_proba``
     calibration : None or "sld-bcts"
     measure, random_state : as in :class:`capshift.base.CAPEstimator` (the method is deterministic)
+
+    Attributes (``"sld-bcts"``): ``emq_`` (QuaPy's EMQ holding the BCTS map and the starting prior
+    ``train_prevalence``), ``bcts_`` (bool, whether BCTS was fitted), ``floor_`` (float, the value of
+    exact zeros before BCTS).
     """
 
     needs_from_h = ("confidence",)
@@ -526,14 +546,33 @@ class CBPE(_PosteriorBaseline):
     def _fit_posteriors(self, X_val, y_val, P_val):
         if self.calibration not in (None, "sld-bcts"):
             raise ValueError(f"calibration must be None or 'sld-bcts', got {self.calibration!r}")
-        self.emq_ = None
+        self.emq_, self.bcts_, self.floor_ = None, False, None
         if self.calibration == "sld-bcts":
             self._calibration_data = (P_val, y_val)
             self.emq_ = self._fit_calibrator(P_val, y_val)
 
     def _fit_calibrator(self, P_val, y_val):
-        emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts",
-                  on_calib_error="backup")
+        tiny = np.finfo(float).tiny
+        half = max(0.5 * float(P_val[P_val > 0].min()), tiny)  # at least tiny: half of a subnormal is 0
+        floors = [half] if (P_val > 0).all() else [max(half * step, tiny) for step in _FLOOR_STEPS]
+        best = None
+        for floor in floors:
+            emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts",
+                      on_calib_error="raise")
+            try:
+                emq.aggregation_fit(_floor_zeros(P_val, floor), y_val)
+            except RuntimeError:  # abstention's optimiser failed for this floor
+                continue
+            p_true = emq._calibrate_if_requested(_floor_zeros(P_val, floor))[np.arange(len(y_val)), y_val]
+            nll = -float(np.mean(np.log(np.maximum(p_true, tiny))))
+            if np.isfinite(nll) and (best is None or nll < best[0]):
+                best = (nll, floor, emq)
+        self.floor_ = half if best is None else best[1]
+        self.bcts_ = best is not None
+        if best is not None:
+            return best[2]
+        # no floor gave a BCTS fit: SLD on h's posteriors (see the class docstring)
+        emq = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib=None)
         emq.aggregation_fit(P_val, y_val)
         return emq
 
@@ -552,16 +591,21 @@ class CBPE(_PosteriorBaseline):
     def calibrate(self, P) -> np.ndarray:
         """PPS-calibrated posteriors, float (m, n) with rows summing to 1, of one test sample's posteriors ``P`` (m, n).
 
-        BCTS then SLD/EMQ (Saerens et al. 2002, Eqs. 2.9-2.10) for ``calibration="sld-bcts"``; ``P``
-        itself (validated) for None. Raises NotFittedError before ``fit``, ValueError for ``P`` that
-        is not a posterior matrix with ``n_classes_`` columns (:func:`check_posteriors`).
+        BCTS (exact zeros of ``P`` raised to ``floor_`` first) then SLD/EMQ (Saerens et al. 2002,
+        Eqs. 2.9-2.10) for ``calibration="sld-bcts"``; ``P`` itself (validated) for None. Raises
+        NotFittedError before ``fit``, ValueError for ``P`` that is not a posterior matrix with
+        ``n_classes_`` columns (:func:`check_posteriors`) or whose BCTS map is not finite (exp overflow).
         """
         self._check_fitted()
         P = check_posteriors(P, self.n_classes_, "P")
         if self.emq_ is None:
             return P
-        Pc = self.emq_._calibrate_if_requested(P)
-        _, Pa = EMQ.EM(self.emq_.train_prevalence, Pc)
+        if self.bcts_:
+            P = self.emq_._calibrate_if_requested(_floor_zeros(P, self.floor_))
+            if not np.isfinite(P).all():  # SLD would iterate to QuaPy's MAX_ITER on NaN and return NaN
+                raise ValueError("the BCTS-calibrated posteriors are not finite (the temperature-scaled logits "
+                                 "overflow exp); use calibration=None for this classifier")
+        _, Pa = EMQ.EM(self.emq_.train_prevalence, P)
         return Pa / Pa.sum(axis=1, keepdims=True)
 
     def _tables(self, samples, post, prevalences):
@@ -617,6 +661,15 @@ class COT(_PosteriorBaseline):
             return [cot_accuracy(P, self.val_prev_) for P in post]
         return [cot_accuracy(P, self.quantifier_.quantify(X, None if prevalences is None else prevalences[s]))
                 for s, (X, P) in enumerate(zip(samples, post))]
+
+
+#: Candidate values of exact-zero posteriors before BCTS, as fractions of half the smallest positive posterior on V.
+_FLOOR_STEPS = 10.0 ** -np.arange(0, 13, 3)
+
+
+def _floor_zeros(P, floor):
+    """``P`` with its exact zeros raised to ``floor`` (rows not renormalised: BCTS reads log-ratios only)."""
+    return np.where(P > 0, P, floor)
 
 
 def _reverse_table(h, X, y_pseudo, X_eval, y_eval, n_classes):
