@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from capshift import datasets, grid
-from capshift.experiment import STUDY_METHODS, study_record
+from capshift.experiment import STUDY_METHODS, pairwise_tests, study_record
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "book" / "measured" / "leap_study_full_scale.csv"
@@ -65,42 +65,53 @@ def main() -> int:
     ap.add_argument("--datasets", nargs="+", default=["multiclass", "binary"])
     ap.add_argument("--n-samples", type=int, default=1000)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--record-only", nargs=3, metavar=("WALL_S", "PEAK_GIB", "COMMIT"), default=None,
+                    help="do not run: summarise --results with the wall time, peak memory and commit of the "
+                         "invocation that computed it (e.g. when the driver itself changed during the run)")
     args = ap.parse_args()
     cmd = [str(Path(sys.executable).with_name("capshift")), "run", "--datasets", *args.datasets, "--classifiers",
            *args.classifiers, "--methods", *STUDY_METHODS, "--measures", "accuracy", "f1", "--n-samples",
            str(args.n_samples), "--sample-size", "100", "--results", args.results, "--n-jobs", str(args.n_jobs),
            "--no-progress"]
-    print("$", shlex.join(cmd), flush=True)
-    peak, done = [0], threading.Event()
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()  # the code the run starts with
+    dirty = subprocess.run(["git", "status", "--porcelain", "lib"], cwd=ROOT, capture_output=True, text=True).stdout
+    if args.record_only:
+        wall, peak, commit, code, dirty = float(args.record_only[0]), [float(args.record_only[1]) * 2**30], \
+            args.record_only[2], 0, ""
+    else:
+        print("$", shlex.join(cmd), flush=True)
+        peak, done = [0], threading.Event()
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd)
 
-    def sample():
-        while not done.is_set():
-            peak[0] = max(peak[0], tree_rss(proc.pid))
-            time.sleep(0.2)
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], tree_rss(proc.pid))
+                time.sleep(0.2)
 
-    watcher = threading.Thread(target=sample, daemon=True)
-    watcher.start()
-    code = proc.wait()
-    wall = time.perf_counter() - t0
-    done.set()
-    watcher.join()
-    print(f"exit {code}, wall {wall:.0f} s, peak memory {peak[0] / 2**30:.2f} GiB", flush=True)
+        watcher = threading.Thread(target=sample, daemon=True)
+        watcher.start()
+        code = proc.wait()
+        wall = time.perf_counter() - t0
+        done.set()
+        watcher.join()
+        print(f"exit {code}, wall {wall:.0f} s, peak memory {peak[0] / 2**30:.2f} GiB", flush=True)
     df = grid.load_results(args.results, n_samples=args.n_samples, sample_size=100, seed=0,
                            classifier=list(args.classifiers), method=list(STUDY_METHODS))
     names = sorted(set(df["dataset"]))
-    record = study_record(df, {d: datasets.REGISTRY[d].task for d in names})
+    task_of = {d: datasets.REGISTRY[d].task for d in names}
+    record = study_record(df, task_of)
+    pairs = pairwise_tests(df, task_of)
     failed = pd.DataFrame(df.attrs["failed"], columns=["dataset", "classifier", "method", "reason", "seconds"])
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "lib"], cwd=ROOT, capture_output=True, text=True).stdout
     cells = df.groupby(["dataset", "classifier", "method"]).ngroups
+    codes = sorted(set(df["code"])) if "code" in df else []
     header = [
         f"capshift: the LEAP study at full scale (5 classifiers x {len(names)} offline datasets x "
         f"{len(STUDY_METHODS)} methods, accuracy and F1, {args.n_samples} UPP samples of 100), measured {date.today()}",
         f"command: {shlex.join(cmd)}  (driver: python benchmarks/full_study.py)",
-        f"commit: {commit}{' (with uncommitted changes in lib/)' if dirty else ''}; capshift {df['version'].iloc[0]}",
+        f"commit: {commit}{' (with uncommitted changes in lib/)' if dirty else ''}; capshift {df['version'].iloc[0]}; "
+        f"code fingerprint of the cells (capshift.grid.code_fingerprint): {', '.join(codes)}",
         f"wall time of this invocation: {wall:.0f} s ({cells} cells in the record; cells found in --results are "
         "reused, not recomputed, so a resumed run's wall time covers only what it computed)",
         f"peak memory (sum over the process tree): {peak[0] / 2**30:.2f} GiB; machine: {os.cpu_count()} cores, "
@@ -116,7 +127,12 @@ def main() -> int:
     with open(args.out, "w") as f:
         f.writelines(f"# {line}\n" for line in header)
         record.to_csv(f, index=False, float_format="%.10g")
-    print(f"wrote {args.out} ({len(record)} rows)")
+    pairs_out = args.out.with_name(args.out.stem + "_pairs.csv")
+    with open(pairs_out, "w") as f:
+        f.write(f"# {header[0]}\n# every pair of methods per table: paired Wilcoxon test over every (dataset, sample); "
+                f"see {args.out.name} for the command, commit and times\n")
+        pairs.to_csv(f, index=False, float_format="%.10g")
+    print(f"wrote {args.out} ({len(record)} rows) and {pairs_out} ({len(pairs)} rows)")
     return code
 
 

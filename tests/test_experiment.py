@@ -185,3 +185,18 @@ def test_study_record_summarises_the_rows_as_the_papers_tables():
     assert set(rec[(rec.measure == "f1")].method) == {"Naive", "LEAP_ACC"}  # ATC predicts accuracy only
     with pytest.raises(ValueError, match="task_of"):
         study_record(df, {"haberman": "binary"})
+
+
+def test_pairwise_tests_are_scipys_wilcoxon_on_the_paired_samples():
+    from scipy.stats import wilcoxon
+    from capshift import datasets
+    from capshift.experiment import pairwise_tests
+    names = ["haberman", "cmc.1"]
+    df = run_many(names, progress=False, methods=["Naive", "ATC", "LEAP_ACC"], n_samples=12, sample_size=50)
+    pt = pairwise_tests(df, {d: datasets.REGISTRY[d].task for d in names})
+    assert len(pt) == 3 and set(zip(pt.method_a, pt.method_b)) == {("Naive", "ATC"), ("Naive", "LEAP_ACC"),
+                                                                    ("ATC", "LEAP_ACC")}
+    row = pt[(pt.method_a == "Naive") & (pt.method_b == "LEAP_ACC")].iloc[0]
+    w = df.pivot(index=["dataset", "sample"], columns="method", values="ae")
+    assert row["pvalue"] == pytest.approx(wilcoxon(w["Naive"], w["LEAP_ACC"]).pvalue) and row["n"] == 24
+    assert row["mean_a"] == pytest.approx(df[df.method == "Naive"].groupby("dataset")["ae"].mean().mean())

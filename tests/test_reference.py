@@ -131,3 +131,44 @@ def test_authors_repository_tables_load_and_their_averages_add_up(task, clf):
         shared = [(d, m) for d in datasets for m in ("Naive", "ATC", "DoC", "S-LEAP_KDEy") if (d, m) in printed.index]
         same = sum(abs(v.loc[k, "mean"] - printed.loc[k, "mean"]) < 1e-9 for k in shared)
         assert same >= len(shared) - 3
+
+
+def _record(means):
+    """A hand-made study record for lr / binary / accuracy: {dataset: {method: mean}} plus Average rows."""
+    import pandas as pd
+    rows = [("lr", "binary", "accuracy", d, m, v, 0.1, 100, False, 0.5) for d, ms in means.items() for m, v in ms.items()]
+    methods = list(next(iter(means.values())))
+    rows += [("lr", "binary", "accuracy", "Average", m, float(np.mean([means[d][m] for d in means])), 0.1, 100 * len(means),
+              False, 0.5) for m in methods]
+    return pd.DataFrame(rows, columns=["classifier", "task", "measure", "dataset", "method", "mean", "std", "n", "best",
+                                       "pvalue"])
+
+
+def test_compare_record_puts_the_repository_cells_beside_ours_on_shared_datasets():
+    rec = _record({"haberman": {"Naive": 0.2, "DoC": 0.1, "DS": 0.3}, "sonar": {"Naive": 0.4, "DoC": 0.2, "DS": 0.1}})
+    c = R.compare_record(rec, "lr", "binary")
+    repo = R.paper_values("leap2025repo", "acc", "LR", "binary")
+    cell = c[(c.dataset == "haberman") & (c.method == "Naive")].iloc[0]
+    assert cell["paper_mean"] == repo.loc[("haberman", "Naive"), "mean"]
+    assert np.isnan(c[(c.dataset == "haberman") & (c.method == "DS")]["paper_mean"].iloc[0])  # not in the repository
+    avg = c[c.dataset == "Average (datasets shared)"].set_index("method")
+    assert list(avg.index) == ["Naive", "DoC"] and avg["n_datasets"].eq(2).all()
+    assert avg.loc["DoC", "mean"] == pytest.approx(0.15)
+    assert avg.loc["DoC", "paper_mean"] == pytest.approx((repo.loc[("haberman", "DoC"), "mean"]
+                                                          + repo.loc[("sonar", "DoC"), "mean"]) / 2)
+    with pytest.raises(ValueError, match="no rows"):
+        R.compare_record(rec, "rf", "binary")
+
+
+@pytest.mark.parametrize("leap, base, p, verdict", [(0.05, 0.08, 1e-6, "reproduced"), (0.08, 0.05, 1e-6, "not reproduced"),
+                                                    (0.05, 0.08, 0.2, "not distinguishable")])
+def test_leap_kdey_verdict_follows_the_means_and_the_test(leap, base, p, verdict):
+    import pandas as pd
+    rec = _record({"haberman": {"Naive": 0.3, "SLD-CBPE": base, "O-LEAP_KDEy": leap, "LEAP_ACC": 0.01}})
+    pairs = pd.DataFrame([("lr", "binary", "accuracy", "SLD-CBPE", "O-LEAP_KDEy", base, leap, 100, p)],
+                         columns=["classifier", "task", "measure", "method_a", "method_b", "mean_a", "mean_b", "n", "pvalue"])
+    v = R.leap_kdey_verdict(rec, pairs, "lr", "binary", "accuracy")
+    assert v["verdict"] == verdict and v["leap"] == "O-LEAP_KDEy" and v["baseline"] == "SLD-CBPE"  # LEAP_ACC is neither
+    assert verdict in v["sentence"] and v["pvalue"] == p
+    none = R.leap_kdey_verdict(_record({"haberman": {"Naive": 0.3}}), pairs, "lr", "binary", "accuracy")
+    assert none["verdict"] == "not testable here"

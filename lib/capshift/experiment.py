@@ -31,6 +31,7 @@ import warnings
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
+from scipy.stats import wilcoxon
 from sklearn.exceptions import ConvergenceWarning
 from tqdm import tqdm
 
@@ -46,7 +47,8 @@ from .shift_experiments import (SHIFT_CAP_METHODS, SHIFT_GRID, SHIFT_QUANTIFIERS
                                 run_shift_cap, run_shift_quantifiers)
 from .significance import significance, wilcoxon_marks
 
-__all__ = ["DEFAULT_METHODS", "RESULT_COLUMNS", "STUDY_METHODS", "RECORD_COLUMNS", "study_record", "RunContext", "check_run_args", "prepare", "method_frame",
+__all__ = ["DEFAULT_METHODS", "RESULT_COLUMNS", "STUDY_METHODS", "RECORD_COLUMNS", "study_record",
+           "pairwise_tests", "RunContext", "check_run_args", "prepare", "method_frame",
            "make_method", "run_experiment", "run_tables", "run_many", "summarise", "quacc_train_prevalences",
            "run_quacc_protocol", "configuration_study",
            # re-exported (see the imports above)
@@ -401,6 +403,37 @@ def study_record(results: pd.DataFrame, task_of: dict) -> pd.DataFrame:
         avg = avg.merge(avg_sig[["method", "best", "pvalue"]], on="method")
         rows.append(pd.concat([stats, avg], ignore_index=True).assign(classifier=clf, task=task, measure=measure))
     return pd.concat(rows, ignore_index=True)[RECORD_COLUMNS] if rows else pd.DataFrame(columns=RECORD_COLUMNS)
+
+
+def pairwise_tests(results: pd.DataFrame, task_of: dict) -> pd.DataFrame:
+    """Every pair of methods compared over a whole table: the paired Wilcoxon signed-rank test (scipy) on the AE
+    of the same (dataset, sample), per (classifier, task, measure) -- what a verdict on a paper's claim such as
+    "method group A beats group B" needs, beside :func:`study_record`'s tests against the best.
+
+    Only methods with values on every dataset of the table take part (as in its Average row). Returns a DataFrame
+    with columns ``classifier, task, measure, method_a, method_b, mean_a, mean_b`` (the Average-row means: mean
+    of the dataset means), ``n`` (pairs) and ``pvalue`` (two-sided; 1 when every difference is 0), one row per
+    unordered pair (a before b in the order the methods appear). Raises ValueError as :func:`study_record`.
+    """
+    need = {"classifier", "dataset", "method", "measure", "sample", "ae"}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        raise ValueError(f"results must be a tidy frame with columns {sorted(need)}")
+    missing = sorted(set(results["dataset"]) - set(task_of))
+    if missing:
+        raise ValueError(f"task_of has no task for dataset(s) {missing}")
+    r = results.assign(task=results["dataset"].map(task_of))
+    rows = []
+    for (clf, task, measure), block in r.groupby(["classifier", "task", "measure"], sort=False):
+        wide = block.pivot(index=["dataset", "sample"], columns="method", values="ae")
+        methods = [m for m in dict.fromkeys(block["method"]) if wide[m].notna().all()]
+        means = block.groupby(["method", "dataset"])["ae"].mean().groupby("method").mean()
+        for i, a in enumerate(methods):
+            for b in methods[i + 1:]:
+                d = wide[a] - wide[b]
+                p = 1.0 if np.allclose(d, 0) else float(wilcoxon(wide[a], wide[b]).pvalue)
+                rows.append((clf, task, measure, a, b, float(means[a]), float(means[b]), int(len(d)), p))
+    return pd.DataFrame(rows, columns=["classifier", "task", "measure", "method_a", "method_b", "mean_a", "mean_b",
+                                       "n", "pvalue"])
 
 
 # ---- QuAcc protocol (training prevalence x test prevalence) ----

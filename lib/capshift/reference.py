@@ -19,7 +19,7 @@ from .significance import significance
 
 __all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side", "marked_table",
            "marked_comparison",
-           "dataset_shift_tables", "interval_table"]
+           "dataset_shift_tables", "interval_table", "compare_record", "leap_kdey_verdict", "LEAP_KDEY", "BASELINES"]
 
 TABLES = {
     "leap2025_table1": "leap2025_table1_LR_binary_acc.csv",
@@ -306,3 +306,80 @@ def interval_table() -> pd.DataFrame:
     path = importlib.resources.files("capshift") / "data" / "paper" / "leap2025_table3_LR_binary_acc_bootstrapCI.csv"
     with importlib.resources.as_file(path) as p:
         return pd.read_csv(p)
+
+
+# ------------------------------------------------------------------------------------ a recorded study vs the paper
+#: The paper's claim tested per table by :func:`leap_kdey_verdict`: "LEAP methods with KDEy beat the baselines".
+LEAP_KDEY = ("LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy")
+BASELINES = ("Naive", "ATC", "DoC", "DS", "CBPE", "SLD-CBPE", "NN", "Q-COT")
+
+
+def compare_record(record: pd.DataFrame, classifier: str, task: str, measure: str = "accuracy",
+                   paper: str = "leap2025repo", aliases: dict | None = None) -> pd.DataFrame:
+    """One table of a recorded study (:func:`capshift.experiment.study_record`) next to a published one.
+
+    ``record``: the study record (columns ``classifier, task, measure, dataset, method, mean, std, best,
+    pvalue``); ``classifier``: our name ("lr", "knn", "svm", "mlp", "rf"); ``paper``: a key of :data:`PAPERS`
+    (default: the authors' repository output); ``aliases``: our method name -> the paper's (e.g.
+    ``{"SLD-CBPE": "L-CBPE"}``). Returns one row per (dataset, method) of ours, dataset under the paper's name:
+    ``dataset, method, mean, std, best, pvalue, paper_mean, paper_std`` (NaN where the paper has no cell), then
+    rows ``dataset="Average (datasets shared)"``: for the methods the paper has, both means averaged over the
+    datasets where the paper has every one of them (so both sides average the same datasets), with ``n_datasets``.
+    Raises ValueError when the record has no rows for (classifier, task, measure) or the paper has no such table.
+    """
+    aliases = aliases or {}
+    r = record[(record["classifier"] == classifier) & (record["task"] == task) & (record["measure"] == measure)
+               & (record["dataset"] != "Average")]
+    if r.empty:
+        raise ValueError(f"the record has no rows for classifier={classifier!r}, task={task!r}, measure={measure!r}")
+    pub = paper_values(paper, _PAPER_MEASURE.get(measure, measure), _CLASSIFIER.get(classifier, classifier), task)
+    out = r[["dataset", "method", "mean", "std", "best", "pvalue"]].copy()
+    out["dataset"] = [REGISTRY[d].name if d in REGISTRY else d for d in out["dataset"]]
+    keys = list(zip(out["dataset"], out["method"].map(lambda m: aliases.get(m, m))))
+    out["paper_mean"] = [pub["mean"].get(k, float("nan")) for k in keys]
+    out["paper_std"] = [pub["std"].get(k, float("nan")) for k in keys]
+    has = out[out["paper_mean"].notna()]
+    methods = list(dict.fromkeys(has["method"]))
+    full = has.groupby("dataset")["method"].nunique()
+    shared = full[full == len(methods)].index
+    s = has[has["dataset"].isin(shared)]
+    avg = s.groupby("method", sort=False).agg(mean=("mean", "mean"), paper_mean=("paper_mean", "mean")).reset_index()
+    avg = avg.assign(dataset="Average (datasets shared)", n_datasets=len(shared))
+    return pd.concat([out.assign(n_datasets=1), avg], ignore_index=True)
+
+
+def leap_kdey_verdict(record: pd.DataFrame, pairs: pd.DataFrame, classifier: str, task: str, measure: str,
+                      alpha: float = 0.01) -> dict:
+    """The LEAP paper's conclusion "LEAP methods with KDEy beat the baselines" (its Sect. 5.3 and 6), tested on
+    one table of a recorded study.
+
+    The best LEAP-KDEy method (lowest Average AE among :data:`LEAP_KDEY`) is compared with the best baseline (among
+    :data:`BASELINES` run): *reproduced* when its Average AE is lower and the paired Wilcoxon test over every
+    (dataset, sample) (``pairs``, :func:`capshift.experiment.pairwise_tests`) gives p < ``alpha``; *not
+    reproduced* when the baseline's is lower and p < ``alpha``; *not distinguishable* when p >= ``alpha``; *not
+    testable here* when either group has no method in the table. Returns a dict: ``verdict``, ``leap``,
+    ``leap_mean``, ``baseline``, ``baseline_mean``, ``pvalue``, ``sentence`` (one line saying all of it).
+    """
+    alpha = check_fraction(alpha, "alpha")
+    avg = record[(record["classifier"] == classifier) & (record["task"] == task) & (record["measure"] == measure)
+                 & (record["dataset"] == "Average")].set_index("method")["mean"]
+    leap = avg[[m for m in LEAP_KDEY if m in avg.index]]
+    base = avg[[m for m in BASELINES if m in avg.index]]
+    where = f"{classifier}, {task}, {measure}"
+    if leap.empty or base.empty:
+        return {"verdict": "not testable here", "leap": None, "leap_mean": float("nan"), "baseline": None,
+                "baseline_mean": float("nan"), "pvalue": float("nan"),
+                "sentence": f"{where}: not testable here (no {'LEAP-KDEy method' if leap.empty else 'baseline'} run)"}
+    a, b = leap.idxmin(), base.idxmin()
+    p = pairs[(pairs["classifier"] == classifier) & (pairs["task"] == task) & (pairs["measure"] == measure)
+              & (((pairs["method_a"] == a) & (pairs["method_b"] == b)) | ((pairs["method_a"] == b)
+                                                                           & (pairs["method_b"] == a)))]["pvalue"]
+    pvalue = float(p.iloc[0]) if len(p) else float("nan")
+    if not pvalue < alpha:
+        verdict = "not distinguishable"
+    else:
+        verdict = "reproduced" if leap[a] < base[b] else "not reproduced"
+    sentence = (f"{where}: {verdict} — best LEAP-KDEy {a} {leap[a]:.4f} vs best baseline {b} {base[b]:.4f} "
+                f"(Wilcoxon p = {pvalue:.2g})")
+    return {"verdict": verdict, "leap": a, "leap_mean": float(leap[a]), "baseline": b, "baseline_mean": float(base[b]),
+            "pvalue": pvalue, "sentence": sentence}
