@@ -242,7 +242,7 @@ def check_classifier(classifier, need_proba: bool = False) -> int:
                          "encode the labels (e.g. with capshift.datasets.load) before training")
     if need_proba and not hasattr(classifier, "predict_proba"):
         raise TypeError(f"this method needs posterior probabilities, but {type(classifier).__name__} has no "
-                        "predict_proba (for SVC pass probability=True)")
+                        "predict_proba (for an SVC, wrap it: CalibratedClassifierCV(SVC(), ensemble=False))")
     return n
 
 

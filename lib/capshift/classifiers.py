@@ -6,6 +6,7 @@ dataset-shift CAP runs, the intervals' study) trains h through it, so "lr" means
 """
 from __future__ import annotations
 
+from sklearn.calibration import CalibratedClassifierCV
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
@@ -15,11 +16,14 @@ from sklearn.svm import SVC
 __all__ = ["CLASSIFIERS", "make_classifier"]
 
 #: Classifier names of the LEAP paper (Sect. 5.4): scikit-learn defaults, k = 10 for kNN, RBF SVM
-#: with Platt posteriors, MLP with hidden layers (100, 15) as the paper states.
+#: with Platt posteriors, MLP with hidden layers (100, 15) as the paper states. The SVM's Platt scaling is
+#: scikit-learn's replacement for the deprecated ``SVC(probability=True)`` (deprecated in 1.9, removed in 1.11):
+#: ``CalibratedClassifierCV(SVC(), ensemble=False)``, a sigmoid fitted on 5-fold cross-validated decision values,
+#: as libsvm's own Platt scaling; h's predictions are the argmax of those posteriors.
 CLASSIFIERS = {
     "lr": lambda seed: LogisticRegression(random_state=seed),
     "knn": lambda seed: KNeighborsClassifier(n_neighbors=10),
-    "svm": lambda seed: SVC(kernel="rbf", probability=True, random_state=seed),
+    "svm": lambda seed: CalibratedClassifierCV(SVC(kernel="rbf", random_state=seed), ensemble=False),
     "mlp": lambda seed: MLPClassifier(hidden_layer_sizes=(100, 15), random_state=seed),
     "rf": lambda seed: RandomForestClassifier(random_state=seed),
 }
