@@ -200,3 +200,38 @@ def test_pairwise_tests_are_scipys_wilcoxon_on_the_paired_samples():
     w = df.pivot(index=["dataset", "sample"], columns="method", values="ae")
     assert row["pvalue"] == pytest.approx(wilcoxon(w["Naive"], w["LEAP_ACC"]).pvalue) and row["n"] == 24
     assert row["mean_a"] == pytest.approx(df[df.method == "Naive"].groupby("dataset")["ae"].mean().mean())
+
+
+def test_the_recorded_study_summarises_its_own_rows():
+    """book/measured/leap_study_full_scale.csv (the five-classifier study the experiments chapter reads): its Average
+    rows are recomputed from its dataset rows, its best marks from its means, and its pairwise file agrees."""
+    import math
+    from pathlib import Path
+    from capshift.experiment import RECORD_COLUMNS, STUDY_METHODS
+    path = Path(__file__).resolve().parents[1] / "book" / "measured" / "leap_study_full_scale.csv"
+    header = [line for line in path.read_text().splitlines() if line.startswith("#")]
+    for field in ("command: ", "commit: ", "wall time", "peak memory", "failed cells: 0"):
+        assert any(field in line for line in header), field
+    rec = pd.read_csv(path, comment="#")
+    assert list(rec.columns) == RECORD_COLUMNS
+    assert sorted(set(rec.classifier)) == ["knn", "lr", "mlp", "rf", "svm"]
+    assert set(rec.method) == set(STUDY_METHODS) and rec[rec.dataset != "Average"].dataset.nunique() == 23
+    for key, block in rec.groupby(["classifier", "task", "measure"]):
+        cells, avg = block[block.dataset != "Average"], block[block.dataset == "Average"].set_index("method")
+        means = cells.pivot(index="dataset", columns="method", values="mean")
+        stds = cells.pivot(index="dataset", columns="method", values="std")
+        assert set(avg.index) == {m for m in means.columns if means[m].notna().all()}, key
+        for m in avg.index:
+            assert avg.loc[m, "mean"] == pytest.approx(means[m].mean(), rel=1e-8), (key, m)
+            pooled = math.sqrt((stds[m] ** 2).mean() + means[m].var(ddof=0))
+            assert avg.loc[m, "std"] == pytest.approx(pooled, rel=1e-8), (key, m)
+            assert avg.loc[m, "n"] == cells[cells.method == m].n.sum() == 1000 * len(means)
+        for d, row in cells.groupby("dataset"):
+            low = row["mean"].min()
+            assert row.loc[row["mean"].idxmin(), "best"] and (row[row.best]["mean"] <= low + 1e-9).all(), (key, d)
+            assert row[~row.best].pvalue.notna().all() and ((0 <= row.pvalue.dropna()) & (row.pvalue.dropna() <= 1)).all()
+    pairs = pd.read_csv(path.with_name("leap_study_full_scale_pairs.csv"), comment="#")
+    avg = rec[rec.dataset == "Average"].set_index(["classifier", "task", "measure", "method"])["mean"]
+    for row in pairs.itertuples():
+        assert row.mean_a == pytest.approx(avg[(row.classifier, row.task, row.measure, row.method_a)], rel=1e-8)
+        assert row.mean_b == pytest.approx(avg[(row.classifier, row.task, row.measure, row.method_b)], rel=1e-8)
