@@ -349,12 +349,12 @@ def compare_record(record: pd.DataFrame, classifier: str, task: str, measure: st
 
 
 def leap_kdey_verdict(record: pd.DataFrame, pairs: pd.DataFrame, classifier: str, task: str, measure: str,
-                      alpha: float = 0.01) -> dict:
+                      alpha: float = 0.01, baselines=BASELINES) -> dict:
     """The LEAP paper's conclusion "LEAP methods with KDEy beat the baselines" (its Sect. 5.3 and 6), tested on
     one table of a recorded study.
 
     The best LEAP-KDEy method (lowest Average AE among :data:`LEAP_KDEY`) is compared with the best baseline (among
-    :data:`BASELINES` run): *reproduced* when its Average AE is lower and the paired Wilcoxon test over every
+    ``baselines`` run, default :data:`BASELINES`): *reproduced* when its Average AE is lower and the paired Wilcoxon test over every
     (dataset, sample) (``pairs``, :func:`capshift.experiment.pairwise_tests`) gives p < ``alpha``; *not
     reproduced* when the baseline's is lower and p < ``alpha``; *not distinguishable* when p >= ``alpha``; *not
     testable here* when either group has no method in the table. Returns a dict: ``verdict``, ``leap``,
@@ -364,7 +364,7 @@ def leap_kdey_verdict(record: pd.DataFrame, pairs: pd.DataFrame, classifier: str
     avg = record[(record["classifier"] == classifier) & (record["task"] == task) & (record["measure"] == measure)
                  & (record["dataset"] == "Average")].set_index("method")["mean"]
     leap = avg[[m for m in LEAP_KDEY if m in avg.index]]
-    base = avg[[m for m in BASELINES if m in avg.index]]
+    base = avg[[m for m in baselines if m in avg.index]]
     where = f"{classifier}, {task}, {measure}"
     if leap.empty or base.empty:
         return {"verdict": "not testable here", "leap": None, "leap_mean": float("nan"), "baseline": None,
