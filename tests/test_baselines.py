@@ -3,6 +3,7 @@ import copy
 import time
 
 import abstention.calibration
+import abstention.label_shift
 import numpy as np
 import pytest
 from quapy.method.aggregative import EMQ
@@ -354,6 +355,33 @@ def test_lascal_recovers_a_known_temperature_under_label_shift(c):
         w = baselines.rlls_weights(P_V, y_V, P_U)
         Ts.append(baselines.lascal_temperature(P_V, y_V, P_U, w)[0])
     assert np.median(Ts) == pytest.approx(c, rel=0.15), Ts
+
+
+def test_lascal_calibration_error_by_hand():
+    # one bin (n_bins=1): the target scores of class 1 are t = (.2, .4, .6, .8), so the bin is (.2, .8] (the
+    # authors' half-open bins) with m_b = 3 target items; V's class-1 items with scores in it: .3 and .7 (not .9),
+    # 2 of |V| = 4. c = w_1 * (2/4) * (m - 1)/(m_b - 1) = 1.5 * 0.5 * 3/2 = 1.125 (not clipped), and the estimate is
+    # ((.4 - c)^2 + (.6 - c)^2 + (.8 - c)^2) / 4 = 0.22671875.
+    t = np.array([0.2, 0.4, 0.6, 0.8])
+    s = np.array([0.3, 0.5, 0.9, 0.7])
+    P = np.column_stack([1 - t, t])
+    P_val = np.column_stack([1 - s, s])
+    ce = baselines.lascal_calibration_error(P_val, [1, 0, 1, 1], P, [0.5, 1.5], n_bins=1)
+    assert ce[1] == pytest.approx(0.22671875, abs=1e-15)
+    # the labelled counterpart: leave-one-out frequency of class 1 among the other items of the bin
+    lab = baselines.classwise_calibration_error(P, [0, 1, 1, 0], n_bins=1)
+    assert lab[1] == pytest.approx(((0.4 - 0.5) ** 2 + (0.6 - 0.5) ** 2 + (0.8 - 1.0) ** 2) / 4, abs=1e-15)
+
+
+def test_lascal_rlls_weights_are_the_authors_estimator():
+    # LasCal's default weights ("rlls-hard") are abstention's RLLSImbalanceAdapter (Azizzadenesheli et al. 2019,
+    # the regularised BBSE): ours solve the same convex problem
+    rng = np.random.default_rng(2)
+    P_V, y_V, _ = _scaled_posteriors(1000, _P_V, rng, 2.0)
+    P_U, _, _ = _scaled_posteriors(300, _SHIFTED, rng, 2.0)
+    theirs = abstention.label_shift.RLLSImbalanceAdapter()(
+        valid_labels=np.eye(3)[y_V], tofit_initial_posterior_probs=P_U, valid_posterior_probs=P_V).multipliers
+    np.testing.assert_allclose(baselines.rlls_weights(P_V, y_V, P_U), theirs, atol=1e-6)
 
 
 def test_lascal_rlls_weights_estimate_the_prior_ratio():

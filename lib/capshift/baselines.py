@@ -786,6 +786,10 @@ class CBPE(_PosteriorBaseline):
       temperature search (a log grid refined by Brent's method, where the authors take the best of 100 linearly
       spaced values, step 0.2) and in computing the RLLS weights once per sample (the authors recompute them for
       every temperature, from hard decisions that temperature scaling does not change: the same weights).
+      Checked (issue 24): the estimate equals a line-by-line numpy transcription of the authors' loop (kept out
+      of this repository) to 7e-15 on 200 random cases with ties and zeros; the weights equal abstention's
+      ``RLLSImbalanceAdapter`` (the authors' "rlls-hard") to 1e-15 (a test); on synthetic data the temperature
+      reaches a loss at or below the authors' grid's best, differing from theirs by about their grid step.
 
     Degenerate cases. For ``"lascal"``: a one-hot h (no temperature changes its posteriors) gets T = 1 and plain
     CBPE's table; a class absent from V is refused at fit (as for every method); a class absent from the sample
