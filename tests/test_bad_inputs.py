@@ -394,6 +394,21 @@ add("DoC(n_val_samples=1).fit", lambda: make("DoC").set_params(n_val_samples=1).
     Err("n_val_samples"))
 add("CBPE(calibration='x').fit", lambda: make("CBPE").set_params(calibration="x").fit(*problem(2)[1:3]),
     Err("calibration"))
+for _bad in ("LasCal", "sld_bcts", "", 1, ["lascal"]):  # calibration values are exact strings (or None)
+    add(f"CBPE(calibration={_bad!r}).fit", lambda b=_bad: make("CBPE").set_params(calibration=b).fit(*problem(2)[1:3]),
+        Err("calibration must be one of"))
+add("L-CBPE.lascal on a CBPE without LasCal", lambda: make("SLD-CBPE").fit(*problem(2)[1:3]).lascal(
+    np.full((5, 2), 0.5)), Err("lascal"))
+add("L-CBPE.calibrate(3-column posteriors) for 2 classes", lambda: make("L-CBPE").fit(*problem(2)[1:3]).calibrate(
+    np.full((5, 3), 1 / 3)), Err("P"))
+add("baselines.temperature_scale(T=0)", lambda: baselines.temperature_scale(np.full((2, 2), 0.5), 0.0), Err("T must"))
+add("baselines.lascal_calibration_error(negative weights)", lambda: baselines.lascal_calibration_error(
+    np.full((4, 2), 0.5), [0, 1, 0, 1], np.full((3, 2), 0.5), [1.0, -1.0]), Err("weights"))
+add("baselines.lascal_temperature(temperatures=[0, 1])", lambda: baselines.lascal_temperature(
+    np.full((4, 2), 0.5), [0, 1, 0, 1], np.full((3, 2), 0.5), [1.0, 1.0], temperatures=[0.0, 1.0]),
+    Err("temperatures"))
+add("baselines.classwise_calibration_error(n_bins=0)", lambda: baselines.classwise_calibration_error(
+    np.full((4, 2), 0.5), [0, 1, 0, 1], n_bins=0), Err("n_bins"))
 add("QuAcc1xn2_CC(covariates=['x']).fit",
     lambda: make("QuAcc1xn2_CC").set_params(covariates=["x"]).fit(*problem(2)[1:3]), Err("covariate"))
 add("QuAcc1xn+1_CC.predict(measure='macro_f1') 3 classes", lambda: experiment.make_method(
@@ -741,11 +756,11 @@ def _fit_on(name, h, X=None, y=None):
     return est.predict(X_U[:100], prevalence=[0.5, 0.5])
 
 
-for _name in ("ATC", "ATC-NE", "CBPE", "SLD-CBPE", "DoC", "NN", "COT", "RCA", "LEAP_ACC", "S-LEAP_CC", "LEAP_CC",
+for _name in ("ATC", "ATC-NE", "CBPE", "SLD-CBPE", "L-CBPE", "DoC", "NN", "COT", "RCA", "LEAP_ACC", "S-LEAP_CC", "LEAP_CC",
               "O-LEAP_CC", "S-LEAP_SLD", "LEAP_SLD", "O-LEAP_SLD"):  # 1.0 against a true 0.56, silently, before
     add(f"{_name} with a constant classifier (DummyClassifier)", lambda n=_name: _fit_on(n, _DUMMY),
         Warns(DegenerateClassifierWarning, "only class|one-hot", in01))
-for _name in ("ATC", "CBPE", "LEAP_SLD"):
+for _name in ("ATC", "CBPE", "L-CBPE", "LEAP_SLD"):
     add(f"{_name} with one-hot posteriors (decision tree)", lambda n=_name: _fit_on(n, _TREE),
         Warns(DegenerateClassifierWarning, "one-hot on every item.*needs", in01))
 add("Naive with a constant classifier", lambda: _fit_on("Naive", _DUMMY),

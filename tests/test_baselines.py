@@ -1,14 +1,18 @@
 """CAP baselines: Naive, ATC, DoC, DS, NN, CBPE, COT/Q-COT, RCA/RCA* (capshift.baselines)."""
+import copy
 import time
 
 import abstention.calibration
+import abstention.label_shift
 import numpy as np
 import pytest
 from quapy.method.aggregative import EMQ
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import SVC
+from sklearn.tree import DecisionTreeClassifier
 
-from capshift import baselines, datasets, experiment, protocols, registry
+from capshift import CalibrationWarning, DegenerateClassifierWarning, baselines, datasets, experiment, protocols, registry
 from capshift.baselines import (ATC, CBPE, COT, DS, NN, RCA, DoC, Naive, RCAStar, atc_threshold, cbpe_table,
                                 cot_accuracy, dispersion_score, max_confidence, nuclear_norm_score)
 from capshift.tables import accuracy, contingency_table, get_measure, macro_f1
@@ -70,7 +74,8 @@ def test_iid_f1_estimates_of_table_methods_are_close(problem, name):
     # mean AE must stay below 1.5 standard deviations of the true per-sample F1 (a method predicting
     # the expected F1 has about 0.8), and the mean estimate within 3 standard errors of the mean true
     # F1 plus 0.01. (The regression baselines are not held to this: their regressor is trained on UPP
-    # samples of V, whose F1 is lower than that of IID samples of the same confidence.)
+    # samples of V, whose F1 is lower than that of IID samples of the same confidence. Nor is L-CBPE: LasCal's
+    # temperature, fitted on 100 items, leans to sharpening, +0.03 on the mean F1 here; see CBPE's docstring.)
     h, X_V, y_V, X_U, y_U = problem
     est = registry.make_method(name, h, 0).fit(X_V, y_V)
     samples = [np.arange(k * 100, (k + 1) * 100) for k in range(40)]
@@ -300,3 +305,254 @@ def test_methods_registry_names():
     assert {"ATC", "ATC-NE", "DoC", "DS", "NN", "SLD-CBPE", "Q-COT", "COT", "RCA", "RCA*"} <= set(registry.names("baseline"))
     h = LogisticRegression().fit(np.eye(2), [0, 1])
     assert not ATC(h).supports("f1") and CBPE(h).supports("f1") and max_confidence(np.eye(2)).tolist() == [1, 1]
+
+
+# -- LasCal (L-CBPE) and the CBPE calibration variants ---------------------------------------------
+_MU = np.array([[0.0, 0.0], [1.6, 0.0], [0.8, 1.4]])  # the 3 Gaussian classes of _gaussians (unit covariance)
+_P_V = np.full(3, 1 / 3)
+_SHIFTED = np.array([0.6, 0.3, 0.1])
+
+
+def _scaled_posteriors(m, prior, rng, c):
+    """m items of the 3 Gaussians drawn with class prior ``prior``: the posteriors of a classifier whose logits are
+    c times the Bayes log-posteriors for the uniform source prior (miscalibrated by a known temperature: dividing
+    its logits by T = c restores them), the labels, and the exact target posteriors p_U(y|x)."""
+    y = rng.choice(3, size=m, p=prior)
+    X = _MU[y] + rng.normal(size=(m, 2))
+    loglik = -0.5 * ((X[:, None, :] - _MU[None]) ** 2).sum(axis=-1)
+    z = np.log(_P_V) + loglik
+    P = np.exp(c * z - (c * z).max(axis=1, keepdims=True))
+    Pt = np.exp(np.log(prior) + loglik - loglik.max(axis=1, keepdims=True))
+    return P / P.sum(axis=1, keepdims=True), y, Pt / Pt.sum(axis=1, keepdims=True)
+
+
+def test_temperature_scale():
+    P = np.array([[0.7, 0.2, 0.1], [1.0, 0.0, 0.0], [0.5, 0.5, 0.0]])
+    np.testing.assert_allclose(baselines.temperature_scale(P, 1.0), P, atol=1e-15)
+    flat, sharp = baselines.temperature_scale(P, 2.0), baselines.temperature_scale(P, 0.5)
+    np.testing.assert_allclose(flat[0], np.sqrt(P[0]) / np.sqrt(P[0]).sum())  # softmax(log P / 2) = sqrt(P), normalised
+    np.testing.assert_allclose(sharp[0], P[0] ** 2 / (P[0] ** 2).sum())
+    assert flat[1].tolist() == [1, 0, 0] and sharp[2].tolist() == [0.5, 0.5, 0]  # zeros stay 0, ties stay tied
+
+
+@pytest.mark.parametrize("c", [2.0, 0.5])
+def test_lascal_recovers_a_known_temperature_under_label_shift(c):
+    # h's logits are c times the Bayes log-posteriors of V (uniform prior); the target U has prior (.6, .3, .1).
+    # The temperature minimising U's true classwise CE (E_U over 200k items of mean_k (f_k - p_U(k|x))^2, with
+    # p_U(y|x) exact) is c here (checked on a grid c * 2^(j/24): the label-shift optimum coincides with c within
+    # the grid's 3% step), so LasCal, fitted on V's labels and U's posteriors only, must land near c. Spread: over 20
+    # repetitions with |V| = |U| = 4000, log T has sd 0.08 (measured), so the median of 5 has sd about 0.045;
+    # 15% (3 sd) is the tolerance. Uncalibrated (T = 1) is 100% (c = 2) or 50% (c = 0.5) off.
+    rng = np.random.default_rng(0)
+    grid = c * 2.0 ** (np.arange(-24, 25) / 24)
+    P, _, Pt = _scaled_posteriors(200_000, _SHIFTED, np.random.default_rng(1), c)
+    ce = [np.mean((baselines.temperature_scale(P, T) - Pt) ** 2) for T in grid]
+    assert grid[int(np.argmin(ce))] == pytest.approx(c, rel=0.03)
+    Ts = []
+    for _ in range(5):
+        P_V, y_V, _ = _scaled_posteriors(4000, _P_V, rng, c)
+        P_U, _, _ = _scaled_posteriors(4000, _SHIFTED, rng, c)
+        w = baselines.rlls_weights(P_V, y_V, P_U)
+        Ts.append(baselines.lascal_temperature(P_V, y_V, P_U, w)[0])
+    assert np.median(Ts) == pytest.approx(c, rel=0.15), Ts
+
+
+def test_lascal_calibration_error_by_hand():
+    # one bin (n_bins=1): the target scores of class 1 are t = (.2, .4, .6, .8), so the bin is (.2, .8] (the
+    # authors' half-open bins) with m_b = 3 target items; V's class-1 items with scores in it: .3 and .7 (not .9),
+    # 2 of |V| = 4. c = w_1 * (2/4) * (m - 1)/(m_b - 1) = 1.5 * 0.5 * 3/2 = 1.125 (not clipped), and the estimate is
+    # ((.4 - c)^2 + (.6 - c)^2 + (.8 - c)^2) / 4 = 0.22671875.
+    t = np.array([0.2, 0.4, 0.6, 0.8])
+    s = np.array([0.3, 0.5, 0.9, 0.7])
+    P = np.column_stack([1 - t, t])
+    P_val = np.column_stack([1 - s, s])
+    ce = baselines.lascal_calibration_error(P_val, [1, 0, 1, 1], P, [0.5, 1.5], n_bins=1)
+    assert ce[1] == pytest.approx(0.22671875, abs=1e-15)
+    # the labelled counterpart: leave-one-out frequency of class 1 among the other items of the bin
+    lab = baselines.classwise_calibration_error(P, [0, 1, 1, 0], n_bins=1)
+    assert lab[1] == pytest.approx(((0.4 - 0.5) ** 2 + (0.6 - 0.5) ** 2 + (0.8 - 1.0) ** 2) / 4, abs=1e-15)
+
+
+def test_lascal_rlls_weights_are_the_authors_estimator():
+    # LasCal's default weights ("rlls-hard") are abstention's RLLSImbalanceAdapter (Azizzadenesheli et al. 2019,
+    # the regularised BBSE): ours solve the same convex problem
+    rng = np.random.default_rng(2)
+    P_V, y_V, _ = _scaled_posteriors(1000, _P_V, rng, 2.0)
+    P_U, _, _ = _scaled_posteriors(300, _SHIFTED, rng, 2.0)
+    theirs = abstention.label_shift.RLLSImbalanceAdapter()(
+        valid_labels=np.eye(3)[y_V], tofit_initial_posterior_probs=P_U, valid_posterior_probs=P_V).multipliers
+    np.testing.assert_allclose(baselines.rlls_weights(P_V, y_V, P_U), theirs, atol=1e-6)
+
+
+def test_lascal_rlls_weights_estimate_the_prior_ratio():
+    rng = np.random.default_rng(3)
+    P_V, y_V, _ = _scaled_posteriors(8000, _P_V, rng, 1.0)
+    P_U, _, _ = _scaled_posteriors(8000, _SHIFTED, rng, 1.0)
+    w = baselines.rlls_weights(P_V, y_V, P_U)
+    np.testing.assert_allclose(w, _SHIFTED / (np.bincount(y_V) / len(y_V)), atol=0.15)  # true ratio (1.8, .9, .3)
+
+
+def test_lascal_calibration_error_is_consistent():
+    # The label-free estimate (V's labels reweighted by w, U's posteriors) converges to the labelled classwise CE of
+    # U (the authors' estimator with U's labels, which LasCal never sees). Gap: sum over the 3 classes of
+    # |label-free - labelled|, mean over 10 repetitions with |V| = |U| = n, h overconfident (c = 2). Measured, for
+    # the true weights / RLLS's / w = 1 (ignoring the shift): 0.128 / 0.148 / 0.102 at n = 250, 0.030 / 0.043 /
+    # 0.062 at 1000, 0.014 / 0.027 / 0.047 at 4000, 0.005 / 0.007 / 0.037 at 16000. A consistent estimator must
+    # shrink the gap with n: n = 4000 must be at least 3 times better than n = 250 (root-n: 4); without the
+    # importance weights it must not be (it stays more than twice the weighted gap at n = 4000).
+    def gaps(n):
+        rng = np.random.default_rng(5)
+        out = []
+        for _ in range(10):
+            P_V, y_V, _ = _scaled_posteriors(n, _P_V, rng, 2.0)
+            P_U, y_U, _ = _scaled_posteriors(n, _SHIFTED, rng, 2.0)
+            labelled = baselines.classwise_calibration_error(P_U, y_U)
+            weights = [_SHIFTED / (np.bincount(y_V, minlength=3) / n), baselines.rlls_weights(P_V, y_V, P_U), np.ones(3)]
+            out.append([np.abs(baselines.lascal_calibration_error(P_V, y_V, P_U, w) - labelled).sum() for w in weights])
+        return np.mean(out, axis=0)
+    small, large = gaps(250), gaps(4000)
+    assert large[0] < small[0] / 3 and large[1] < small[1] / 3, (small, large)
+    assert large[2] > 2 * large[0], (small, large)
+
+
+def test_lcbpe_calibrates_and_estimates_under_shift():
+    # L-CBPE end to end on the scaled-logit classifier (c = 2, overconfident): its posteriors are LasCal's
+    # temperature scaling (h's decisions unchanged), the sample's calibration error drops, and the accuracy
+    # estimate beats plain CBPE's on the overconfident posteriors.
+    rng = np.random.default_rng(7)
+    P_V, y_V, _ = _scaled_posteriors(3000, _P_V, rng, 2.0)
+    h = _PosteriorStub(P_V)
+    est = CBPE(h, calibration="lascal").fit(np.arange(3000)[:, None], y_V)
+    with pytest.warns(CalibrationWarning, match="calibrated"):  # plain CBPE sees h overconfident on V
+        plain = CBPE(h, calibration=None).fit(np.arange(3000)[:, None], y_V)
+    errs, errs_plain = [], []
+    for _ in range(5):
+        P_U, y_U, _ = _scaled_posteriors(1000, _SHIFTED, rng, 2.0)
+        T, w = est.lascal(P_U)
+        C = est.calibrate(P_U)
+        np.testing.assert_allclose(C, baselines.temperature_scale(P_U, T), atol=0, rtol=0)
+        assert (C.argmax(axis=1) == P_U.argmax(axis=1)).all()
+        assert (baselines.classwise_calibration_error(C, y_U).mean()
+                < baselines.classwise_calibration_error(P_U, y_U).mean())
+        acc = np.mean(P_U.argmax(axis=1) == y_U)
+        X = np.zeros((1000, 1))  # posteriors are passed: X only gives the sample's size
+        errs.append(abs(est.predict_batch([X], posteriors=[P_U])[0] - acc))
+        errs_plain.append(abs(plain.predict_batch([X], posteriors=[P_U])[0] - acc))
+    assert np.mean(errs) < np.mean(errs_plain) / 2, (errs, errs_plain)
+
+
+class _PosteriorStub(ClassifierMixin, BaseEstimator):
+    """A fitted 'classifier' whose posteriors are given: item x (one feature) has the posteriors in row x of P."""
+
+    def __init__(self, P):
+        self.P = P
+        self.classes_ = np.arange(P.shape[1])
+        self.n_features_in_ = 1
+
+    def predict_proba(self, X):
+        return self.P[np.asarray(X)[:, 0].astype(int)]
+
+    def predict(self, X):
+        return self.predict_proba(X).argmax(axis=1)
+
+    def fit(self, X, y):
+        return self
+
+
+def test_lcbpe_degenerate_cases(problem):
+    h, X_V, y_V, X_U, y_U = problem
+    est = CBPE(h, calibration="lascal").fit(X_V, y_V)
+    # one-hot posteriors (a decision tree's): no temperature changes them, so T = 1 and the table is plain CBPE's
+    tree = DecisionTreeClassifier(random_state=0).fit(X_V, y_V)
+    with pytest.warns(DegenerateClassifierWarning, match="one-hot"):
+        one_hot = CBPE(tree, calibration="lascal").fit(X_U[:2000], y_U[:2000])
+    P = tree.predict_proba(X_U[2000:2100])
+    assert one_hot.lascal(P)[0] == 1.0 and est.lascal(P)[0] == 1.0  # with V's posteriors one-hot, or not
+    np.testing.assert_array_equal(one_hot.calibrate(P), P)
+    np.testing.assert_array_equal(one_hot.predict_table_batch([X_U[2000:2100]])[0],
+                                  CBPE(tree, calibration=None).fit(X_U[:2000], y_U[:2000]).predict_table_batch(
+                                      [X_U[2000:2100]])[0])
+    # a class absent from the sample: finite weights >= 0 (the absent class near 0), a finite table summing to 1
+    keep = np.flatnonzero(y_U != 2)[:100]
+    P = h.predict_proba(X_U[keep])
+    T, w = est.lascal(P)
+    assert np.isfinite(T) and 0.1 <= T <= 20 and (w >= 0).all() and w[2] < 0.3, (T, w)
+    C = est.predict_table_batch([X_U[keep]])[0]
+    assert np.isfinite(C).all() and C.sum() == pytest.approx(1.0)
+
+
+def test_cbpe_variants_compute_what_they_name(problem):
+    # None: cbpe_table of h's own posteriors, to the bit; "bcts": BCTS alone; "sld": SLD/EM on h's raw posteriors from
+    # their mean on V; "sld-bcts" (SLD-CBPE) is checked against QuaPy's EMQ-BCTS above, to the bit.
+    h, X_V, y_V, X_U, _ = problem
+    P_V, P = h.predict_proba(X_V), h.predict_proba(X_U[:100])
+    plain = CBPE(h, calibration=None).fit(X_V, y_V)
+    np.testing.assert_array_equal(plain.calibrate(P), P)
+    np.testing.assert_array_equal(plain.predict_table_batch([X_U[:100]])[0], cbpe_table(P, P.argmax(axis=1), 3))
+    emq = EMQ(h, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts")
+    emq.aggregation_fit(P_V, y_V)
+    bcts = emq._calibrate_if_requested(P)
+    np.testing.assert_allclose(CBPE(h, calibration="bcts").fit(X_V, y_V).calibrate(P),
+                               bcts / bcts.sum(axis=1, keepdims=True), rtol=0, atol=1e-15)
+    _, sld = EMQ.EM(P_V.mean(axis=0), P)
+    np.testing.assert_allclose(CBPE(h, calibration="sld").fit(X_V, y_V).calibrate(P), sld, rtol=0, atol=1e-12)
+
+
+# -- leakage: every CBPE variant sees V and the unlabelled sample only -----------------------------
+#: Every calibration variant of CBPE, under the name the test runs it as (registered or temporary).
+CBPE_VARIANTS = {"CBPE": None, "CBPE[bcts]": "bcts", "CBPE[sld]": "sld", "SLD-CBPE": "sld-bcts", "L-CBPE": "lascal"}
+
+
+class _LeakyCBPE(CBPE):
+    """A CBPE that (wrongly) reads the true test prevalences the runner passes: the test below must catch it."""
+
+    def _tables(self, samples, post, prevalences):
+        tables = super()._tables(samples, post, prevalences)
+        if prevalences is None:
+            return tables
+        rows = tables.sum(axis=2, keepdims=True)
+        return tables / np.where(rows > 0, rows, 1.0) * prevalences[:, :, None]
+
+
+@pytest.fixture(scope="module")
+def german_context():
+    # the runner's own preparation (h on L, 12 UPP samples of 100 from U, their true tables and prevalences)
+    return experiment.prepare("german", "lr", [], "upp", 12, 100, 0)
+
+
+def _relabelled(ctx, y_U):
+    """ctx with U's labels replaced by y_U: the true tables, prevalences and shifts the runner derives from them."""
+    new = copy.copy(ctx)
+    pred_U = ctx.post_U.argmax(axis=1)
+    n = ctx.split.n_classes
+    new.true_tables = np.stack([contingency_table(y_U[i], pred_U[i], n) for i in ctx.idx])
+    new.true_prev = new.true_tables.sum(axis=2)
+    new.shift = np.abs(new.true_prev - np.bincount(ctx.split.y_V, minlength=n) / len(ctx.split.y_V)).sum(axis=1)
+    return new
+
+
+def _runs_with_other_labels(ctx, name, cls, params, monkeypatch):
+    """The runner's rows (experiment.method_frame) for a method on ctx and on ctx with U's labels flipped (1 - y)
+    and permuted: three frames whose "true" values differ and whose "predicted" values must not."""
+    spec = registry.MethodSpec(name, cls, "baseline", params)
+    monkeypatch.setitem(registry.METHODS, name, spec)
+    y = ctx.split.y_U
+    others = [_relabelled(ctx, 1 - y), _relabelled(ctx, np.random.default_rng(0).permutation(y))]
+    return [experiment.method_frame(c, name, spec, ["accuracy", "f1"], experiment.DEFAULT_SOLVER)
+            for c in [ctx] + others]
+
+
+@pytest.mark.filterwarnings("ignore::capshift.CalibrationWarning")  # h = LR on german is miscalibrated on V
+@pytest.mark.parametrize("name", list(CBPE_VARIANTS))
+def test_cbpe_variants_never_see_test_labels(german_context, name, monkeypatch):
+    frames = _runs_with_other_labels(german_context, name, CBPE, {"calibration": CBPE_VARIANTS[name]}, monkeypatch)
+    for other in frames[1:]:
+        assert (other["true"].to_numpy() != frames[0]["true"].to_numpy()).mean() > 0.5  # the labels did change
+        np.testing.assert_array_equal(other["predicted"].to_numpy(), frames[0]["predicted"].to_numpy())
+
+
+@pytest.mark.filterwarnings("ignore::capshift.CalibrationWarning")
+def test_leakage_test_catches_a_method_that_reads_test_labels(german_context, monkeypatch):
+    frames = _runs_with_other_labels(german_context, "LeakyCBPE", _LeakyCBPE, {"calibration": None}, monkeypatch)
+    for other in frames[1:]:
+        assert not np.array_equal(other["predicted"].to_numpy(), frames[0]["predicted"].to_numpy())

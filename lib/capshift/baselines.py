@@ -13,8 +13,8 @@ Every class follows the :class:`capshift.base.CAPEstimator` API (constructor sto
   trained on validation samples (LEAP 2025, Sect. 5.5).
 - ``CBPE``: confidence-based performance estimation (Kivimäki et al. 2025) on h's posteriors;
   ``SLD-CBPE``: the same after a PPS calibration, BCTS temperature scaling followed by the SLD/EMQ
-  posterior adjustment (Alexandari et al. 2020; Saerens et al. 2002), standing in for the LasCal
-  calibration (Popordanoska et al., NeurIPS 2024) of the LEAP paper's L-CBPE (see :class:`CBPE`).
+  posterior adjustment (Alexandari et al. 2020; Saerens et al. 2002); ``L-CBPE``: the LEAP paper's, after the
+  LasCal label-shift calibration (Popordanoska et al., NeurIPS 2024), see :class:`CBPE` for every variant.
 - ``COT``: confidence optimal transport (Lu et al., NeurIPS 2023), and ``Q-COT``, the LEAP paper's
   PPS adaptation with a KDEy estimate of the test prevalence (LEAP 2025, Sect. 5.5). Accuracy only.
 - ``RCA``, ``RCA*``: reverse classification accuracy and its regressor variant (Elsahar & Gallé,
@@ -30,7 +30,7 @@ Degenerate classifiers and minimum evidence (declared per class: ``needs_from_h`
 by :meth:`capshift.base.CAPEstimator.fit`). If h predicts a single class on V, the methods that read h's
 decisions (RCA, RCA*, DS on features) get a :class:`capshift.DegenerateClassifierWarning`; if h's posteriors on V
 are one-hot everywhere (or the same for every item), so do the methods that read h's confidence (ATC, ATC-NE,
-DoC, NN, CBPE, SLD-CBPE, COT, Q-COT): their estimates then carry no information about the sample (ATC, CBPE
+DoC, NN, CBPE, SLD-CBPE, L-CBPE, COT, Q-COT): their estimates then carry no information about the sample (ATC, CBPE
 return 1.0 for a one-hot h). ``Naive`` reads neither and still works (right when there is no shift). DoC and
 RCA* split V in two (stratified) and refuse a V with fewer than 2 items of a class; Q-COT's KDEy quantifier
 needs 5 (warned below).
@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import warnings
 
+import cvxpy as cp
 import numpy as np
 import ot
 from quapy.method.aggregative import EMQ
+from scipy.optimize import minimize_scalar
 from sklearn.base import clone
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
@@ -53,7 +55,8 @@ from .tables import contingency_table, get_measure, true_prevalence
 
 __all__ = ["Naive", "ATC", "DoC", "DS", "NN", "CBPE", "COT", "RCA", "RCAStar",
            "check_posteriors", "max_confidence", "negative_entropy", "atc_threshold", "dispersion_score",
-           "nuclear_norm_score", "cbpe_table", "cot_accuracy"]
+           "nuclear_norm_score", "cbpe_table", "cot_accuracy", "temperature_scale", "classwise_calibration_error",
+           "lascal_calibration_error", "lascal_temperature", "rlls_weights", "LASCAL_TEMPERATURES"]
 
 _ACC = ("accuracy",)
 
@@ -172,6 +175,259 @@ def cot_accuracy(P, label_prev) -> float:
     a = np.full(P.shape[0], 1.0 / P.shape[0])
     cost = float(ot.emd2(a, b, 1.0 - P))
     return float(np.clip(1.0 - cost, 0.0, 1.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# LasCal (Popordanoska et al., NeurIPS 2024): label-shift calibration without target labels
+# ---------------------------------------------------------------------------------------------
+#: LasCal's temperature search range, the authors' [0.1, 20] (``MIN_TEMP``, ``MAX_TEMP`` of their code), here on a
+#: log-spaced grid of 100 values (ratio 1.055 between neighbours; the authors' grid is linear, step 0.2), refined
+#: by a bounded scalar search on log T around the grid's best value (see :func:`lascal_temperature`).
+LASCAL_TEMPERATURES = np.geomspace(0.1, 20.0, 100)
+
+
+def temperature_scale(P, T) -> np.ndarray:
+    """Temperature scaling of posteriors taken as logits: ``softmax(log P / T)`` row-wise, float (m, n).
+
+    ``P`` (m, n) posteriors (validated by :func:`check_posteriors`); ``log P`` stands for h's logits (the LEAP
+    authors pass ``log P`` to LasCal the same way): they differ from the logits by a per-row constant, which
+    softmax ignores. Exact zeros have ``log 0 = -inf`` and stay 0 for every T; a one-hot row stays one-hot.
+    ``T`` a float > 0 (ValueError otherwise); T = 1 returns ``P`` up to round-off, T > 1 flattens, T < 1 sharpens.
+    """
+    P = check_posteriors(P, name="P")
+    T = float(T)
+    if not np.isfinite(T) or T <= 0:
+        raise ValueError(f"T must be a finite temperature > 0, got {T}")
+    return _softmax(_log_posteriors(P) / T)
+
+
+def _log_posteriors(P):
+    """``log P`` with ``-inf`` at exact zeros (no warning)."""
+    return np.where(P > 0, np.log(np.where(P > 0, P, 1.0)), -np.inf)
+
+
+def _softmax(L):
+    """Row-wise softmax of logits that may hold ``-inf`` (every row has a finite maximum)."""
+    E = np.exp(L - L.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def _adaptive_edges(t, n_bins):
+    """Equal-mass bin edges of the scores t (m,): the authors' ``histedges_equalN`` (linear interpolation of the
+    sorted scores at ``linspace(0, m, n_bins + 1)``; the last edge is the largest score)."""
+    return np.interp(np.linspace(0, len(t), n_bins + 1), np.arange(len(t)), np.sort(t))
+
+
+def _bin_of(edges, x):
+    """Bin index of each x for bins ``(edges[k], edges[k+1]]``: -1 or ``len(edges) - 1`` outside every bin."""
+    return np.searchsorted(edges, x, side="left") - 1
+
+
+def _check_lascal_args(n_bins, p):
+    check_int(n_bins, "n_bins", min_value=1)
+    if not isinstance(p, (int, float, np.integer, np.floating)) or not np.isfinite(p) or p < 1:
+        raise ValueError(f"p must be a number >= 1 (the L_p norm of the calibration error), got {p!r}")
+
+
+def classwise_calibration_error(P, y, n_bins: int = 15, p: float = 2) -> np.ndarray:
+    """Classwise L_p calibration error of posteriors ``P`` (m, n) on labelled items ``y`` (m,): float (n,).
+
+    For each class k, the items are binned by their score ``P[:, k]`` into ``n_bins`` equal-mass bins
+    ``(e_b, e_{b+1}]``; item j of a bin b with ``m_b >= 2`` items contributes
+    ``|P[j, k] - (sum_{i in b, i != j} 1[y_i = k]) / (m_b - 1)|^p`` (the leave-one-out estimate of
+    ``E[1[Y = k] | P_k(X)]``), items of smaller bins 0; the sum is divided by m. This is the
+    labelled estimator of the LasCal authors' code (``Ece(p, n_bins=15, adaptive_bins=True, classwise=True)``,
+    their "CE on the target" with target labels), the reference LasCal's label-free estimate
+    (:func:`lascal_calibration_error`) is consistent for. The mean over k is their loss. Raises ValueError for a
+    ``P`` that is not a posterior matrix, ``y`` not (m,) codes in 0..n-1, ``n_bins`` < 1 or ``p`` < 1.
+    """
+    P = check_posteriors(P, name="P")
+    m, n = P.shape
+    y = check_labels(y, n, "y", n_items=m)
+    _check_lascal_args(n_bins, p)
+    out = np.zeros(n)
+    for k in range(n):
+        t, lab = P[:, k], (y == k).astype(float)
+        edges = _adaptive_edges(t, n_bins)
+        b = _bin_of(edges, t)
+        inside = (b >= 0) & (b < n_bins)
+        cnt = np.bincount(b[inside], minlength=n_bins)
+        pos = np.bincount(b[inside], weights=lab[inside], minlength=n_bins)
+        ok = inside & (cnt[np.clip(b, 0, n_bins - 1)] > 1)
+        loo = (pos[b[ok]] - lab[ok]) / (cnt[b[ok]] - 1)
+        out[k] = np.sum(np.abs(t[ok] - loo) ** p) / m
+    return out
+
+
+def lascal_calibration_error(P_val, y_val, P, weights, n_bins: int = 15, p: float = 2) -> np.ndarray:
+    """LasCal's label-free estimate of the classwise L_p calibration error of ``P`` on the target: float (n,).
+
+    Label shift: ``p_U(x | y) = p_V(x | y)``, so with importance weights ``w_k = p_U(y=k) / p_V(y=k)``,
+    ``p_U(Y=k, P_k(X) in b) = w_k p_V(Y=k, P_k(X) in b)`` and the target's conditional expectation in a bin is
+    ``E_U[1[Y=k] | P_k(X) in b] = w_k p_V(Y=k, P_k in b) / p_U(P_k in b)``: the numerator from the labelled source
+    V, the denominator from the unlabelled target (Popordanoska et al., NeurIPS 2024: the importance-weighted
+    estimator of the target CE; its binned classwise form as in the authors' code, ``EceLabelShift(p=2,
+    n_bins=15, adaptive_bins=True, classwise=True).get_ece``; see :class:`CBPE` for the sources). For class k, the target items are binned by ``P[:, k]``
+    into ``n_bins`` equal-mass bins ``(e_b, e_{b+1}]`` (V's items by ``P_val[:, k]`` into the same bins);
+    in a bin b with ``m_b >= 2`` target items,
+
+        c_b = w_k * (#{i in V: y_i = k, P_val[i, k] in b} / |V|) / ((m_b - 1) / (m - 1)),
+
+    and the estimate is ``(1/m) sum_b sum_{j in b} |P[j, k] - c_b|^p`` (bins of fewer than 2 target items add 0;
+    ``(m_b - 1)/(m - 1)`` is the target's leave-one-out bin mass, matching :func:`classwise_calibration_error`).
+    With the true weights, it converges to the same binned quantity as the labelled estimator on the target
+    as |V| and m grow. ``c_b`` is not clipped to [0, 1] (as in the authors' code).
+
+    ``P_val`` (|V|, n) and ``y_val`` (|V|,): h's (scaled) posteriors and labels on V; ``P`` (m, n): on the target
+    sample; ``weights`` (n,) finite, >= 0. Raises ValueError for malformed posteriors or labels, weights of
+    the wrong shape or negative, ``n_bins`` < 1 or ``p`` < 1.
+    """
+    P_val = check_posteriors(P_val, name="P_val")
+    n = P_val.shape[1]
+    y_val = check_labels(y_val, n, "y_val", n_items=P_val.shape[0])
+    P = check_posteriors(P, n, "P")
+    w = check_finite_array(weights, "weights", ndim=1)
+    if w.shape != (n,) or (w < 0).any():
+        raise ValueError(f"weights must be {n} non-negative importance weights p_U(y)/p_V(y), got {w}")
+    _check_lascal_args(n_bins, p)
+    return _lascal_ce(P_val, y_val, P, w, n_bins, p)
+
+
+def _lascal_ce(P_val, y_val, P, w, n_bins, p):
+    m, n_v, n = P.shape[0], P_val.shape[0], P.shape[1]
+    out = np.zeros(n)
+    for k in range(n):
+        t = P[:, k]
+        edges = _adaptive_edges(t, n_bins)
+        bt = _bin_of(edges, t)
+        inside = (bt >= 0) & (bt < n_bins)
+        cnt = np.bincount(bt[inside], minlength=n_bins)
+        bs = _bin_of(edges, P_val[y_val == k, k])
+        pos = np.bincount(bs[(bs >= 0) & (bs < n_bins)], minlength=n_bins)
+        ok = cnt > 1
+        c = np.zeros(n_bins)
+        c[ok] = w[k] * (pos[ok] / n_v) * (m - 1) / (cnt[ok] - 1)
+        use = inside & ok[np.clip(bt, 0, n_bins - 1)]
+        out[k] = np.sum(np.abs(t[use] - c[bt[use]]) ** p) / m
+    return out
+
+
+def lascal_temperature(P_val, y_val, P, weights, n_bins: int = 15, p: float = 2,
+                       temperatures=None) -> tuple[float, float]:
+    """LasCal's temperature for a target sample: ``argmin_T`` of the mean over classes of
+    :func:`lascal_calibration_error` of ``temperature_scale(P, T)`` against ``temperature_scale(P_val, T)``.
+
+    Popordanoska et al., NeurIPS 2024 (the post-hoc calibration step of LasCal: temperature scaling whose
+    criterion is the label-free target CE estimate; ``Calibrator.lascal`` in the authors' code, p = 2, 15
+    adaptive bins, classwise). The weights are fixed across temperatures: the authors recompute them per T
+    from the scaled posteriors with RLLS on *hard* predictions, which temperature scaling does not change
+    (:func:`rlls_weights`). Search: the loss on ``temperatures`` (default :data:`LASCAL_TEMPERATURES`, the
+    authors' range [0.1, 20]), then a bounded Brent search on log T between the neighbours of the grid's best
+    value, keeping the better of the two. T = 1 where the temperature cannot matter: if every row of ``P`` is
+    uniform on its support (one-hot rows, as from a one-hot h: no temperature changes them), or if the loss is
+    the same at every grid temperature. Returns ``(T, loss)``, floats. Raises as
+    :func:`lascal_calibration_error`, and ValueError for temperatures that are not positive finite values.
+    """
+    P_val = check_posteriors(P_val, name="P_val")
+    n = P_val.shape[1]
+    y_val = check_labels(y_val, n, "y_val", n_items=P_val.shape[0])
+    P = check_posteriors(P, n, "P")
+    w = check_finite_array(weights, "weights", ndim=1)
+    if w.shape != (n,) or (w < 0).any():
+        raise ValueError(f"weights must be {n} non-negative importance weights p_U(y)/p_V(y), got {w}")
+    _check_lascal_args(n_bins, p)
+    grid = LASCAL_TEMPERATURES if temperatures is None else check_finite_array(temperatures, "temperatures", ndim=1)
+    if grid.size < 1 or (grid <= 0).any():
+        raise ValueError("temperatures must be a non-empty 1-d array of positive values")
+    grid = np.sort(grid)
+    L_val, L = _log_posteriors(P_val), _log_posteriors(P)
+
+    def loss(T):
+        return float(np.mean(_lascal_ce(_softmax(L_val / T), y_val, _softmax(L / T), w, n_bins, p)))
+
+    if ((P == 0) | (P == P.max(axis=1, keepdims=True))).all():  # every row uniform on its support: T changes nothing
+        return 1.0, loss(1.0)
+    losses = np.array([loss(T) for T in grid])
+    if np.ptp(losses) == 0.0:
+        return 1.0, float(losses[0])
+    k = int(np.argmin(losses))
+    best_T, best = float(grid[k]), float(losses[k])
+    lo, hi = np.log(grid[max(k - 1, 0)]), np.log(grid[min(k + 1, grid.size - 1)])
+    if hi > lo:
+        res = minimize_scalar(lambda u: loss(np.exp(u)), bounds=(lo, hi), method="bounded",
+                              options={"xatol": 1e-4})
+        if res.fun < best:
+            best_T, best = float(np.exp(res.x)), float(res.fun)
+    return best_T, best
+
+
+class _RLLS:
+    """RLLS importance weights from hard predictions (Azizzadenesheli et al., ICLR 2019), fitted on V;
+    :meth:`weights` solves the convex problem for a target sample.
+
+    With ``C[i, j] = p_V(h = i, y = j)`` (V's joint of h's decision and the label), ``mu_V`` and ``mu_U`` the
+    fractions of V and of the sample that h assigns to each class, ``theta = w - 1`` minimises
+    ``||C theta - (mu_U - mu_V)||_2 + rho ||theta||_2`` subject to ``theta >= -1`` (w >= 0), with
+    ``rho = alpha * 3 (2 log(2n/delta) / (3|V|) + sqrt(2 log(2n/delta) / |V|))``, ``alpha = 0.01``,
+    ``delta = 0.05``: the setting of the ``abstention`` package's ``RLLSImbalanceAdapter``, LasCal's default
+    ``weights_method="rlls-hard"``. One cvxpy problem (b a parameter) is compiled per V and re-solved per sample.
+    """
+
+    def __init__(self, P_val, y_val, n_classes, alpha=0.01, delta=0.05):
+        n, n_v = n_classes, len(y_val)
+        self.n = n
+        self.C = contingency_table(y_val, P_val.argmax(axis=1), n).T  # rows: h's decision, columns: label
+        self.mu_val = self.C.sum(axis=1)
+        self.p_val = self.C.sum(axis=0)
+        self.rho = alpha * 3 * (2 * np.log(2 * n / delta) / (3 * n_v) + np.sqrt(2 * np.log(2 * n / delta) / n_v))
+        self._problem = None
+
+    def _build(self):
+        theta = cp.Variable(self.n)
+        b = cp.Parameter(self.n)
+        prob = cp.Problem(cp.Minimize(cp.norm(self.C @ theta - b, 2) + self.rho * cp.norm(theta, 2)), [theta >= -1])
+        self._problem = (prob, theta, b)
+
+    def __getstate__(self):  # a compiled cvxpy problem is rebuilt on demand, not pickled
+        state = self.__dict__.copy()
+        state["_problem"] = None
+        return state
+
+    def weights(self, P) -> tuple[np.ndarray, bool]:
+        """``(w, solved)``: the weights (n,) for posteriors ``P`` (m, n), and False if the solver failed (w = 1)."""
+        if self._problem is None:
+            self._build()
+        prob, theta, b = self._problem
+        mu = np.bincount(P.argmax(axis=1), minlength=self.n) / P.shape[0]
+        b.value = mu - self.mu_val
+        try:
+            prob.solve()
+        except cp.error.SolverError:
+            return np.ones(self.n), False
+        if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or theta.value is None:
+            return np.ones(self.n), False
+        return np.maximum(1.0 + np.asarray(theta.value, dtype=float), 0.0), True
+
+
+def rlls_weights(P_val, y_val, P, alpha: float = 0.01, delta: float = 0.05) -> np.ndarray:
+    """RLLS label-shift importance weights ``w_k ~ p_U(y=k) / p_V(y=k)`` from h's hard decisions: float (n,), >= 0.
+
+    Azizzadenesheli et al., "Regularized learning for domain adaptation under label shifts", ICLR 2019 (the
+    confusion-matrix moment equation ``C w = mu_U`` of BBSE, Lipton et al. 2018, regularised towards w = 1):
+    the weight estimator LasCal uses by default ("rlls-hard"); see :class:`_RLLS` for the problem solved.
+    ``P_val`` (|V|, n), ``y_val`` (|V|,): h's posteriors and labels on V; ``P`` (m, n): h's posteriors on the
+    target sample (only their arg-max is read, so any temperature gives the same weights). If the solver fails,
+    returns ones (no shift) with a :class:`capshift.CalibrationWarning`. Raises ValueError for malformed input.
+    """
+    P_val = check_posteriors(P_val, name="P_val")
+    n = P_val.shape[1]
+    y_val = check_labels(y_val, n, "y_val", n_items=P_val.shape[0])
+    P = check_posteriors(P, n, "P")
+    w, solved = _RLLS(P_val, y_val, n, alpha, delta).weights(P)
+    if not solved:
+        warnings.warn("RLLS could not solve for the label-shift weights; using w = 1 (no shift)", CalibrationWarning,
+                      stacklevel=2)
+    return w
 
 
 # ---------------------------------------------------------------------------------------------
@@ -495,16 +751,55 @@ class CBPE(_PosteriorBaseline):
     The test table is :func:`cbpe_table` of the (calibrated) posteriors, grouped by h's decision
     (arg-max of h's raw posteriors); any measure is computed from it.
 
-    ``calibration``:
+    ``calibration`` (each variant reads V's posteriors and labels at fit, and a test sample's posteriors only):
 
-    - ``None``: h's posteriors as they are (CBPE assumes them calibrated for the test data).
-    - ``"sld-bcts"`` (default; the ``SLD-CBPE`` method): Bias-Corrected Temperature Scaling fitted
-      on V's posteriors and labels (Alexandari et al., ICML 2020; the ``abstention`` package through
-      QuaPy's ``EMQ``), then the SLD/EMQ expectation-maximisation adjustment of the calibrated
-      posteriors to the test sample's unknown prior (Saerens et al. 2002, Eqs. 2.9-2.10), starting
-      from the mean calibrated posterior on V (Alexandari et al.'s setting, QuaPy's ``EMQ_BCTS``).
+    ===============  ============  ==================================================================================
+    calibration      registered    calibration of a test sample's posteriors
+    ===============  ============  ==================================================================================
+    ``None``         ``CBPE``      none: h's posteriors as they are (CBPE assumes them calibrated for the test data)
+    ``"bcts"``       (not yet)     BCTS fitted on V only (no adaptation to the sample's prior)
+    ``"sld"``        (not yet)     SLD/EM on h's raw posteriors, from their mean on V (no BCTS)
+    ``"sld-bcts"``   ``SLD-CBPE``  BCTS fitted on V, then SLD/EM from the mean calibrated posterior on V (default)
+    ``"lascal"``     ``L-CBPE``    LasCal: temperature fitted per sample on V and the sample (the LEAP paper's)
+    ===============  ============  ==================================================================================
 
-    Exact zeros. BCTS rescales log-posteriors, and ``log 0`` is ``-inf``: posteriors that are
+    - BCTS: Bias-Corrected Temperature Scaling fitted on V's posteriors and labels (Alexandari et al., ICML 2020;
+      the ``abstention`` package through QuaPy's ``EMQ``). SLD: the expectation-maximisation adjustment of the
+      posteriors to the test sample's unknown prior (Saerens et al. 2002, Eqs. 2.9-2.10), started from the mean
+      (calibrated) posterior on V (Alexandari et al.'s setting, QuaPy's ``EMQ_BCTS``; QuaPy's ``EMQ`` without
+      calibration for ``"sld"``).
+    - LasCal (Popordanoska et al., "LaSCal: Label-shift calibration without target labels", NeurIPS 2024), as
+      the LEAP paper's L-CBPE (Volpi et al. 2025, Sect. 5.5) applies it: h's log-posteriors are the logits, and for
+      each test sample U a temperature T is chosen that minimises a label-free, importance-weighted estimate of
+      U's classwise calibration error; U's posteriors are then ``softmax(log P / T)`` (:func:`temperature_scale`;
+      h's decisions unchanged). Under label shift (``p_U(x|y) = p_V(x|y)``), with ``w_k = p_U(k) / p_V(k)``,
+      ``E_U[1[Y=k] | P_k(X) in b] = w_k p_V(Y=k, P_k(X) in b) / p_U(P_k(X) in b)``: V's labels, reweighted, give
+      the numerator, U's posteriors the denominator (:func:`lascal_calibration_error`; consistent for the labelled
+      target CE, :func:`classwise_calibration_error`). The weights are estimated by RLLS on h's hard decisions
+      (:func:`rlls_weights`, the authors' default ``"rlls-hard"``); T by :func:`lascal_temperature`.
+      Sources: the paper's abstract and method description (its equation numbers could not be checked here: the
+      paper's body was not in the material available); the authors' code, github.com/tpopordanoska/
+      label-shift-calibration at 2360080 (``Calibrator.lascal``, ``EceLabelShift``, ``get_importance_weights``),
+      and the LEAP authors' call of it (github.com/lorenzovolpi/LEAP, ``leap/calibration/lascal.py``: defaults,
+      log-posteriors as logits). Read, not copied: this is a numpy/scipy/cvxpy reimplementation with the same
+      estimator and defaults (p = 2, 15 equal-mass bins per class, temperatures in [0.1, 20]); it differs in the
+      temperature search (a log grid refined by Brent's method, where the authors take the best of 100 linearly
+      spaced values, step 0.2) and in computing the RLLS weights once per sample (the authors recompute them for
+      every temperature, from hard decisions that temperature scaling does not change: the same weights).
+      Checked (issue 24): the estimate equals a line-by-line numpy transcription of the authors' loop (kept out
+      of this repository) to 7e-15 on 200 random cases with ties and zeros; the weights equal abstention's
+      ``RLLSImbalanceAdapter`` (the authors' "rlls-hard") to 1e-15 (a test); on synthetic data the temperature
+      reaches a loss at or below the authors' grid's best, differing from theirs by about their grid step.
+
+    Degenerate cases. For ``"lascal"``: a one-hot h (no temperature changes its posteriors) gets T = 1 and plain
+    CBPE's table; a class absent from V is refused at fit (as for every method); a class absent from the sample
+    or never predicted is handled by the estimator (RLLS weights >= 0, bins with fewer than 2 items add 0); if
+    RLLS's solver fails, w = 1 (no shift) with a :class:`capshift.CalibrationWarning`. LasCal's estimate is the
+    authors', not a guarantee: with 100-item samples its 15 bins hold about 7 target items each, and T is noisy
+    and leans to sharpening (on IID samples of a calibrated LR, 3 Gaussian classes: quartiles of T 0.71, 0.87,
+    1.06 at 100 items, 0.92, 0.97, 1.00 at 400), which biases L-CBPE's F1 upwards on small samples.
+
+    Exact zeros (BCTS variants). BCTS rescales log-posteriors, and ``log 0`` is ``-inf``: posteriors that are
     exactly 0 (vote fractions of RF and kNN, underflow of LR and MLP far from the boundary) would
     make the fitted BCTS fail (and SLD would run on the uncalibrated posteriors) or, on a test
     sample, turn rows into NaN. Before BCTS (on V and on every test sample), exact zeros are
@@ -518,38 +813,48 @@ class CBPE(_PosteriorBaseline):
     posteriors without zeros. Fallback: if BCTS cannot be fitted with any floor (abstention's L-BFGS-B stops
     abnormally, e.g. when h separates V and the temperature runs to 0, where ``exp`` overflows),
     ``bcts_`` is False and SLD adjusts h's own posteriors, started from their mean on V (QuaPy's
-    ``on_calib_error="backup"``, made visible).
-
-    The LEAP paper's L-CBPE calibrates with LasCal (Popordanoska et al., NeurIPS 2024), label-shift
-    temperature scaling that minimises an importance-weighted kernel estimate of the calibration
-    error; LasCal is not packaged, and this class does not reimplement it: SLD-BCTS is the
-    well-kept PPS calibrator used instead (both target P_U(y|x) under PPS).
+    ``on_calib_error="backup"``, made visible); ``"bcts"`` then returns h's posteriors. LasCal needs no floor:
+    its temperature scaling keeps zeros at 0.
 
     Parameters
     ----------
     classifier : fitted classifier with ``predict_proba``
-    calibration : None or "sld-bcts"
+    calibration : None, "bcts", "sld", "sld-bcts" or "lascal" (ValueError at fit otherwise)
     measure, random_state : as in :class:`capshift.base.CAPEstimator` (the method is deterministic)
 
-    Attributes (``"sld-bcts"``): ``emq_`` (QuaPy's EMQ holding the BCTS map and the starting prior
-    ``train_prevalence``), ``bcts_`` (bool, whether BCTS was fitted), ``floor_`` (float, the value of
-    exact zeros before BCTS).
+    Attributes (BCTS variants and ``"sld"``): ``emq_`` (QuaPy's EMQ holding the BCTS map, if any, and the
+    starting prior ``train_prevalence``), ``bcts_`` (bool, whether BCTS was fitted), ``floor_`` (float, the value
+    of exact zeros before BCTS). ``"lascal"``: ``lascal_val_`` (V's posteriors and labels), ``lascal_checks_``
+    (the self-check per sample size, see below); :meth:`lascal` gives a sample's temperature and weights.
+
+    LasCal's self-check (``"lascal"``): the temperature is fitted on each test sample, so the check at fit (on
+    the whole of V) cannot see how reliable it is on small samples. The first time a sample size m <= |V|/2 is
+    predicted, L-CBPE is run on 16 IID subsamples of m items of V (V's labels only; seeded) and a
+    :class:`capshift.CalibrationWarning` says so if its mean AE on their accuracy exceeds twice the binomial sd.
     """
 
     needs_from_h = ("confidence",)
     assumes_calibration = True
+    #: The accepted values of ``calibration`` (see the class docstring's table).
+    CALIBRATIONS = (None, "bcts", "sld", "sld-bcts", "lascal")
 
     def __init__(self, classifier, calibration="sld-bcts", measure="accuracy", random_state=None):
         super().__init__(classifier, measure, random_state)
         self.calibration = calibration
 
     def _fit_posteriors(self, X_val, y_val, P_val):
-        if self.calibration not in (None, "sld-bcts"):
-            raise ValueError(f"calibration must be None or 'sld-bcts', got {self.calibration!r}")
-        self.emq_, self.bcts_, self.floor_ = None, False, None
-        if self.calibration == "sld-bcts":
+        if not (self.calibration is None or (isinstance(self.calibration, str) and self.calibration in self.CALIBRATIONS)):
+            raise ValueError(f"calibration must be one of {list(self.CALIBRATIONS)}, got {self.calibration!r}")
+        self.emq_, self.bcts_, self.floor_, self.lascal_val_, self._rlls = None, False, None, None, None
+        if self.calibration in ("sld-bcts", "bcts"):
             self._calibration_data = (P_val, y_val)
             self.emq_ = self._fit_calibrator(P_val, y_val)
+        elif self.calibration == "sld":
+            self.emq_ = EMQ(self.classifier, fit_classifier=False, val_split=None, exact_train_prev=False, calib=None)
+            self.emq_.aggregation_fit(P_val, y_val)
+        elif self.calibration == "lascal":
+            self.lascal_val_, self.lascal_checks_ = (P_val, y_val), {}
+            self._rlls = _RLLS(P_val, y_val, self.n_classes_)
 
     def _fit_calibrator(self, P_val, y_val):
         tiny = np.finfo(float).tiny
@@ -579,7 +884,7 @@ class CBPE(_PosteriorBaseline):
     def __getstate__(self):
         # the BCTS calibrator holds a lambda (abstention) and does not pickle: refitted (deterministic) on load
         state = self.__dict__.copy()
-        if state.get("emq_") is not None:
+        if state.get("emq_") is not None and state.get("calibration") in ("sld-bcts", "bcts"):
             state["emq_"] = "refit"
         return state
 
@@ -588,16 +893,39 @@ class CBPE(_PosteriorBaseline):
         if self.__dict__.get("emq_") == "refit":
             self.emq_ = self._fit_calibrator(*self._calibration_data)
 
+    def lascal(self, P) -> tuple[float, np.ndarray]:
+        """LasCal's ``(T, w)`` for one test sample's posteriors ``P`` (m, n): the temperature (float > 0) and the
+        RLLS importance weights (float (n,), >= 0) it used (``calibration="lascal"`` only; see the class docstring).
+
+        Reads V's posteriors and labels and ``P``, nothing else. Raises NotFittedError before ``fit``, ValueError
+        for another calibration or a ``P`` that is not a posterior matrix with ``n_classes_`` columns.
+        """
+        self._check_fitted()
+        if self.calibration != "lascal":
+            raise ValueError(f"lascal() needs calibration='lascal', this CBPE has calibration={self.calibration!r}")
+        P = check_posteriors(P, self.n_classes_, "P")
+        if getattr(self, "_rlls", None) is None:  # unpickled, or fitted before the attribute existed
+            self._rlls = _RLLS(*self.lascal_val_, self.n_classes_)
+        w, solved = self._rlls.weights(P)
+        if not solved:
+            warnings.warn("L-CBPE: RLLS could not solve for the label-shift weights of this sample; LasCal uses "
+                          "w = 1 (no shift)", CalibrationWarning, stacklevel=2)
+        T, _ = lascal_temperature(*self.lascal_val_, P, w)
+        return T, w
+
     def calibrate(self, P) -> np.ndarray:
         """PPS-calibrated posteriors, float (m, n) with rows summing to 1, of one test sample's posteriors ``P`` (m, n).
 
-        BCTS (exact zeros of ``P`` raised to ``floor_`` first) then SLD/EMQ (Saerens et al. 2002,
-        Eqs. 2.9-2.10) for ``calibration="sld-bcts"``; ``P`` itself (validated) for None. Raises
+        By ``calibration``: ``P`` itself (validated) for None; BCTS (exact zeros of ``P`` raised to ``floor_``
+        first) for ``"bcts"``; SLD/EMQ (Saerens et al. 2002, Eqs. 2.9-2.10) for ``"sld"``; BCTS then SLD/EMQ for
+        ``"sld-bcts"``; ``temperature_scale(P, T)`` with LasCal's T for ``"lascal"``. Raises
         NotFittedError before ``fit``, ValueError for ``P`` that is not a posterior matrix with
         ``n_classes_`` columns (:func:`check_posteriors`) or whose BCTS map is not finite (exp overflow).
         """
         self._check_fitted()
         P = check_posteriors(P, self.n_classes_, "P")
+        if self.calibration == "lascal":
+            return temperature_scale(P, self.lascal(P)[0])
         if self.emq_ is None:
             return P
         if self.bcts_:
@@ -605,11 +933,51 @@ class CBPE(_PosteriorBaseline):
             if not np.isfinite(P).all():  # SLD would iterate to QuaPy's MAX_ITER on NaN and return NaN
                 raise ValueError("the BCTS-calibrated posteriors are not finite (the temperature-scaled logits "
                                  "overflow exp); use calibration=None for this classifier")
+        if self.calibration == "bcts":
+            return P / P.sum(axis=1, keepdims=True)
         _, Pa = EMQ.EM(self.emq_.train_prevalence, P)
         return Pa / Pa.sum(axis=1, keepdims=True)
 
     def _tables(self, samples, post, prevalences):
+        if self.calibration == "lascal":
+            for m in sorted({P.shape[0] for P in post}):
+                self._lascal_self_check(m)
         return np.stack([cbpe_table(self.calibrate(P), P.argmax(axis=1), self.n_classes_) for P in post])
+
+    #: LasCal's self-check: number of IID subsamples of V per sample size.
+    _LASCAL_CHECKS = 16
+
+    def _lascal_self_check(self, m):
+        """Warn (CalibrationWarning) if LasCal, fitted on m items, misses h's accuracy on IID samples of V.
+
+        LasCal fits its temperature on the test sample itself, so its reliability depends on the sample size m
+        (the check at fit, on the whole of V, cannot see it). The first time a size m <= |V|/2 is seen, L-CBPE
+        estimates h's accuracy on 16 IID subsamples of m items of V (seeded; V's labels only), as it would on a
+        test sample; if its mean absolute error exceeds twice the binomial sd of an accuracy on m items, the
+        estimates on samples of that size are noise (e.g. an overconfident Gaussian naive Bayes at m = 100).
+        Results are cached in ``lascal_checks_`` ({m: mean AE on V's subsamples}).
+        """
+        checks = self.__dict__.setdefault("lascal_checks_", {})
+        P_val, y_val = self.lascal_val_
+        if m in checks or m > len(y_val) // 2:
+            return
+        seed = check_seed(self.random_state, "random_state", allow_none=True)
+        rng = np.random.default_rng([0 if seed is None else seed, m])
+        pred, acc = P_val.argmax(axis=1), np.mean(P_val.argmax(axis=1) == y_val)
+        errors = []
+        for _ in range(self._LASCAL_CHECKS):
+            idx = rng.choice(len(y_val), m, replace=False)
+            C = cbpe_table(self.calibrate(P_val[idx]), pred[idx], self.n_classes_)
+            errors.append(abs(np.trace(C) - np.mean(pred[idx] == y_val[idx])))
+        checks[m] = float(np.mean(errors))
+        sd = np.sqrt(max(acc * (1 - acc), 1.0 / m) / m)
+        if checks[m] > 2 * sd:
+            warnings.warn(f"L-CBPE: LasCal fits its temperature on each test sample, and with samples of {m} items it "
+                          f"is unreliable for this classifier: on {self._LASCAL_CHECKS} IID samples of {m} items from V "
+                          f"its accuracy estimates miss by {checks[m]:.3f} on average (more than 2 binomial sd = "
+                          f"{2 * sd:.3f}); it needs larger samples (at least the size where this check passes) or "
+                          "posteriors closer to calibrated (recalibrate h, or use SLD-CBPE or a LEAP method)",
+                          CalibrationWarning, stacklevel=5)
 
 
 class COT(_PosteriorBaseline):
