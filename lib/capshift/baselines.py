@@ -339,26 +339,169 @@ def lascal_temperature(P_val, y_val, P, weights, n_bins: int = 15, p: float = 2,
     grid = LASCAL_TEMPERATURES if temperatures is None else check_finite_array(temperatures, "temperatures", ndim=1)
     if grid.size < 1 or (grid <= 0).any():
         raise ValueError("temperatures must be a non-empty 1-d array of positive values")
-    grid = np.sort(grid)
-    L_val, L = _log_posteriors(P_val), _log_posteriors(P)
+    return _LasCalLoss(P_val, y_val, n_bins, p, np.sort(grid)).temperature(P, w)
 
-    def loss(T):
-        return float(np.mean(_lascal_ce(_softmax(L_val / T), y_val, _softmax(L / T), w, n_bins, p)))
 
-    if ((P == 0) | (P == P.max(axis=1, keepdims=True))).all():  # every row uniform on its support: T changes nothing
-        return 1.0, loss(1.0)
-    losses = np.array([loss(T) for T in grid])
-    if np.ptp(losses) == 0.0:
-        return 1.0, float(losses[0])
-    k = int(np.argmin(losses))
-    best_T, best = float(grid[k]), float(losses[k])
-    lo, hi = np.log(grid[max(k - 1, 0)]), np.log(grid[min(k + 1, grid.size - 1)])
-    if hi > lo:
-        res = minimize_scalar(lambda u: loss(np.exp(u)), bounds=(lo, hi), method="bounded",
-                              options={"xatol": 1e-4})
-        if res.fun < best:
-            best_T, best = float(np.exp(res.x)), float(res.fun)
-    return best_T, best
+def _pairwise_row_sums(X, use):
+    """Sum of ``X[r, use[r]]`` per row r, float (R,), bit for bit ``np.sum(X[r][use[r]])`` (numpy's pairwise
+    summation of the used entries in their order: sequential below 8 terms, 8 accumulators up to 128, halves
+    above); X >= 0 (zeros pad the rows, and adding 0.0 to a sum >= 0 is exact)."""
+    R, m = X.shape
+    if R <= 64:  # few rows (one temperature): numpy's own sum, row by row
+        return np.array([np.sum(x[u]) for x, u in zip(X, use)])
+    c = use.sum(axis=1)
+    W = max(m, 8)
+    A = np.zeros((R, W + 1))  # the used entries of each row moved to its front, in order; the rest to column W
+    idx = np.where(use, np.cumsum(use, axis=1) - 1, W) + (np.arange(R) * (W + 1))[:, None]
+    A.ravel()[idx.ravel()] = X.ravel()
+    A = A[:, :W]
+    out = np.empty(R)
+    big = c > 128
+    for r in np.flatnonzero(big):  # numpy splits longer sums into halves: rare (samples of more than 128 items)
+        out[r] = np.sum(A[r, :c[r]])
+    small = ~big
+    if small.any():
+        seq = A[:, 0] + A[:, 1]  # 0.0 + A[:, 0] is A[:, 0]
+        for k in range(2, 8):
+            seq += A[:, k]
+        acc = A[:, :8].copy()
+        full = c - c % 8
+        for start in range(8, min(W, 128) - 7, 8):
+            acc += np.where((start < full)[:, None], A[:, start:start + 8], 0.0)
+        lanes = ((acc[:, 0] + acc[:, 1]) + (acc[:, 2] + acc[:, 3])) + ((acc[:, 4] + acc[:, 5]) + (acc[:, 6] + acc[:, 7]))
+        rem = np.take_along_axis(A, np.minimum(full[:, None] + np.arange(7), W - 1), axis=1)
+        for k in range(7):
+            lanes += np.where(k < c % 8, rem[:, k], 0.0)
+        out[small] = np.where(c < 8, seq, lanes)[small]
+    return out
+
+
+def _count_le(flat, lo, hi, q):
+    """For each query: the number of values of ``flat[lo:hi]`` (sorted) that are <= q (vectorised upper bound)."""
+    base, lo, hi = lo, lo.copy(), hi.copy()
+    last = max(len(flat) - 1, 0)
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo - base
+        mid = (lo + hi) // 2
+        go = active & (flat[np.minimum(mid, last)] <= q)
+        lo = np.where(go, mid + 1, lo)
+        hi = np.where(active & ~go, mid, hi)
+
+
+class _LasCalLoss:
+    """LasCal's loss (the mean over classes of :func:`lascal_calibration_error`, as :func:`lascal_temperature`
+    minimises it) for one V and many temperatures at once: the same numbers as ``_lascal_ce`` bit for bit, computed
+    with array operations over temperatures and classes. V's side at the grid temperatures (its scaled posteriors
+    of the true class, sorted within each class) does not depend on the sample and is computed once."""
+
+    def __init__(self, P_val, y_val, n_bins, p, grid):
+        self.L_val = _log_posteriors(P_val)
+        self.max_val = self.L_val.max(axis=1)  # max(L / T) = max(L) / T exactly: rounding is monotone
+        self.y_val = np.asarray(y_val)
+        self.n_v, self.n = P_val.shape
+        self.n_bins, self.p, self.grid = n_bins, p, grid
+        self.by_class = np.argsort(self.y_val, kind="stable")
+        self.starts = np.searchsorted(self.y_val[self.by_class], np.arange(self.n + 1))  # V's class segments
+        self._grid_val = None
+
+    def __getstate__(self):  # the grid's table is rebuilt on demand, not pickled
+        state = self.__dict__.copy()
+        state["_grid_val"] = None
+        return state
+
+    def _val_true(self, T):
+        """``softmax(L_val / T)[i, y_i]`` for every item of V, exactly as ``_softmax(L_val / T)`` computes it."""
+        E = np.exp(self.L_val / T - (self.max_val / T)[:, None])
+        return E[np.arange(self.n_v), self.y_val] / E.sum(axis=1)
+
+    def _grid_table(self):
+        if self._grid_val is None:
+            G = np.empty((len(self.grid), self.n_v))
+            for g, T in enumerate(self.grid):
+                v = self._val_true(T)
+                G[g] = v[np.lexsort((v, self.y_val))]
+            self._grid_val = G
+        return self._grid_val
+
+    def _pos_grid(self, edges):
+        """V's class-k items per bin at the grid temperatures: int (G, n, n_bins) for edges (G, n, n_bins + 1)."""
+        G = self._grid_table()
+        g = np.arange(G.shape[0])[:, None, None] * self.n_v
+        lo = np.broadcast_to(g + self.starts[:-1][None, :, None], edges.shape)
+        hi = np.broadcast_to(g + self.starts[1:][None, :, None], edges.shape)
+        return np.diff(_count_le(G.ravel(), lo.ravel(), hi.ravel(), edges.ravel()).reshape(edges.shape), axis=2)
+
+    def _pos_at(self, T, edges):
+        """The same at one temperature T, for edges (1, n, n_bins + 1)."""
+        v = self._val_true(T)[self.by_class]
+        pos = np.empty((1, self.n, self.n_bins), dtype=np.int64)
+        for k in range(self.n):
+            b = np.searchsorted(edges[0, k], v[self.starts[k]:self.starts[k + 1]], side="left")  # bin + 1
+            pos[0, k] = np.bincount(b, minlength=self.n_bins + 2)[1:self.n_bins + 1]
+        return pos
+
+    def losses(self, L, w, Ts, on_grid):
+        """The loss at each temperature of ``Ts`` (R,) for a sample's log-posteriors L (m, n), weights w (n,);
+        ``on_grid``: Ts is ``self.grid`` (V's side from the table), else a single temperature."""
+        m, n, nb = L.shape[0], self.n, self.n_bins
+        A = L[None] / Ts[:, None, None]
+        E = np.exp(A - A.max(axis=2, keepdims=True))
+        t = (E / E.sum(axis=2, keepdims=True)).transpose(0, 2, 1).reshape(-1, m)  # rows (temperature, class)
+        R = t.shape[0]
+        order = np.argsort(t, axis=1)
+        s = t.ravel()[order + (np.arange(R) * m)[:, None]]
+        # equal-mass edges: np.interp(linspace(0, m, nb + 1), arange(m), s) (_adaptive_edges), row-wise
+        x = np.linspace(0, m, nb + 1)
+        j = np.minimum(np.floor(x).astype(int), m - 1)
+        f = x - j
+        at_node = (f == 0) | (x >= m - 1)
+        jn = np.where(x >= m - 1, m - 1, j)
+        jp = np.minimum(j + 1, m - 1)
+        edges = np.where(at_node, s[:, jn], (s[:, jp] - s[:, j]) * f + s[:, j])  # (R, nb + 1), non-decreasing
+        # q_b = #{s <= e_b}: s_0..s_jn <= e_b <= s_jp, so q_b = jn + 1 unless s_{jn+1} = e_b (ties: searched)
+        q = np.broadcast_to(jn + 1, (R, nb + 1)).copy()
+        nxt = np.minimum(jn + 1, m - 1)
+        tie = (jn + 1 < m) & (s[:, nxt] <= edges)
+        if tie.any():
+            rows, cols = np.nonzero(tie)
+            q[rows, cols] = _count_le(s.ravel(), rows * m, rows * m + m, edges[rows, cols])
+        cnt = np.diff(q, axis=1)
+        # the bin of each item, searchsorted(edges, t) - 1 = #{b: e_b < t} - 1 = #{b: q_b <= rank} - 1
+        z = np.bincount((q + (np.arange(R) * (m + 1))[:, None]).ravel(), minlength=R * (m + 1)).reshape(R, m + 1)
+        bt = np.empty((R, m), dtype=np.int64)
+        bt.ravel()[(order + (np.arange(R) * m)[:, None]).ravel()] = (np.cumsum(z[:, :m], axis=1) - 1).ravel()
+        e3 = edges.reshape(len(Ts), n, nb + 1)
+        pos = (self._pos_grid(e3) if on_grid else self._pos_at(float(Ts[0]), e3)).reshape(R, nb)
+        ok = cnt > 1
+        wk = np.broadcast_to(np.tile(w, len(Ts))[:, None], (R, nb))
+        c = np.full((R, nb + 1), np.nan)  # column 0: items at or below the first edge (bin -1), in no bin
+        c[:, 1:][ok] = wk[ok] * (pos[ok] / self.n_v) * (m - 1) / (cnt[ok] - 1)
+        cb = c.ravel()[bt + (np.arange(R) * (nb + 1) + 1)[:, None]]  # bt <= nb - 1: the last edge is the max
+        use = ~np.isnan(cb)
+        X = np.abs(t - cb) ** self.p
+        out = (_pairwise_row_sums(X, use) / m).reshape(len(Ts), n)
+        return out.mean(axis=1)
+
+    def temperature(self, P, w):
+        """``(T, loss)`` as :func:`lascal_temperature` for a validated sample ``P`` and weights ``w``."""
+        L = _log_posteriors(P)
+        if ((P == 0) | (P == P.max(axis=1, keepdims=True))).all():  # every row uniform on its support
+            return 1.0, float(self.losses(L, w, np.array([1.0]), False)[0])
+        grid = self.grid
+        losses = self.losses(L, w, grid, True)
+        if np.ptp(losses) == 0.0:
+            return 1.0, float(losses[0])
+        k = int(np.argmin(losses))
+        best_T, best = float(grid[k]), float(losses[k])
+        lo, hi = np.log(grid[max(k - 1, 0)]), np.log(grid[min(k + 1, grid.size - 1)])
+        if hi > lo:
+            res = minimize_scalar(lambda u: float(self.losses(L, w, np.array([np.exp(u)]), False)[0]),
+                                  bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
+            if res.fun < best:
+                best_T, best = float(np.exp(res.x)), float(res.fun)
+        return best_T, best
 
 
 class _RLLS:
@@ -846,6 +989,7 @@ class CBPE(_PosteriorBaseline):
         if not (self.calibration is None or (isinstance(self.calibration, str) and self.calibration in self.CALIBRATIONS)):
             raise ValueError(f"calibration must be one of {list(self.CALIBRATIONS)}, got {self.calibration!r}")
         self.emq_, self.bcts_, self.floor_, self.lascal_val_, self._rlls = None, False, None, None, None
+        self._lascal_loss = None
         if self.calibration in ("sld-bcts", "bcts"):
             self._calibration_data = (P_val, y_val)
             self.emq_ = self._fit_calibrator(P_val, y_val)
@@ -910,7 +1054,9 @@ class CBPE(_PosteriorBaseline):
         if not solved:
             warnings.warn("L-CBPE: RLLS could not solve for the label-shift weights of this sample; LasCal uses "
                           "w = 1 (no shift)", CalibrationWarning, stacklevel=2)
-        T, _ = lascal_temperature(*self.lascal_val_, P, w)
+        if getattr(self, "_lascal_loss", None) is None:  # V's side of the loss, shared by the samples
+            self._lascal_loss = _LasCalLoss(*self.lascal_val_, 15, 2, LASCAL_TEMPERATURES)
+        T, _ = self._lascal_loss.temperature(P, w)
         return T, w
 
     def calibrate(self, P) -> np.ndarray:
