@@ -415,6 +415,59 @@ def test_lascal_calibration_error_is_consistent():
     assert large[2] > 2 * large[0], (small, large)
 
 
+def _lascal_temperature_reference(P_val, y_val, P, w, p=2):
+    """LasCal's temperature search as it was before the vectorised search (commit 33cd65f), one loss evaluation at a
+    time on the public functions: the grid's losses, then bounded Brent on log T around the best grid value."""
+    from scipy.optimize import minimize_scalar
+    grid = baselines.LASCAL_TEMPERATURES
+
+    def loss(T):
+        return float(np.mean(baselines.lascal_calibration_error(
+            baselines.temperature_scale(P_val, T), y_val, baselines.temperature_scale(P, T), w, p=p)))
+
+    if ((P == 0) | (P == P.max(axis=1, keepdims=True))).all():
+        return 1.0, loss(1.0)
+    losses = np.array([loss(T) for T in grid])
+    if np.ptp(losses) == 0.0:
+        return 1.0, float(losses[0])
+    k = int(np.argmin(losses))
+    best_T, best = float(grid[k]), float(losses[k])
+    lo, hi = np.log(grid[max(k - 1, 0)]), np.log(grid[min(k + 1, grid.size - 1)])
+    res = minimize_scalar(lambda u: loss(np.exp(u)), bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
+    if res.fun < best:
+        best_T, best = float(np.exp(res.x)), float(res.fun)
+    return best_T, best
+
+
+def test_lascal_temperature_is_the_one_loss_at_a_time_search():
+    # lascal_temperature evaluates the loss for the 100 grid temperatures and all classes at once (and L-CBPE keeps
+    # V's side of the grid between samples); it must give the temperature and loss of the loss-by-loss search
+    # exactly (==, not approx: the binned loss jumps, so a last-bit difference could move Brent's path). Cases with
+    # exact zeros and ties (rounded posteriors), samples of 1 to 150 items (above 128 numpy sums by halves), p = 3.
+    rng = np.random.default_rng(7)
+    for case in range(24):
+        n, n_v, m = int(rng.integers(2, 9)), int(rng.integers(30, 300)), int([1, 2, 7, 40, 100, 150][case % 6])
+        conc = [0.2, 1.0, 3.0][case % 3]
+        P_val, P = rng.dirichlet(np.full(n, conc), size=n_v), rng.dirichlet(np.full(n, conc), size=m)
+        if case % 4 == 1:  # exact zeros
+            P_val, P = [np.where(Q < 0.05, 0.0, Q) for Q in (P_val, P)]
+        if case % 4 == 2:  # ties
+            P_val, P = [np.round(Q, 1) + 1e-9 for Q in (P_val, P)]
+        P_val, P = [Q / Q.sum(axis=1, keepdims=True) for Q in (P_val, P)]
+        y_val, w = rng.integers(0, n, n_v), rng.uniform(0, 2, n) * (rng.random(n) > 0.1)
+        p = 3 if case % 5 == 4 else 2
+        assert baselines.lascal_temperature(P_val, y_val, P, w, p=p) == \
+            _lascal_temperature_reference(P_val, y_val, P, w, p=p), case
+    # L-CBPE on a real classifier: LR on german, UPP samples of 100, temperatures of est.lascal against the reference
+    ctx = experiment.prepare("german", "lr", [], "upp", 6, 100, 0)
+    est = CBPE(ctx.h, calibration="lascal").fit(ctx.split.X_V, ctx.split.y_V)
+    P_val = ctx.h.predict_proba(ctx.split.X_V)
+    for idx in ctx.idx:
+        P = ctx.h.predict_proba(ctx.split.X_U[idx])
+        T, w = est.lascal(P)
+        assert T == _lascal_temperature_reference(P_val, ctx.split.y_V, P, w)[0]
+
+
 def test_lcbpe_calibrates_and_estimates_under_shift():
     # L-CBPE end to end on the scaled-logit classifier (c = 2, overconfident): its posteriors are LasCal's
     # temperature scaling (h's decisions unchanged), the sample's calibration error drops, and the accuracy
