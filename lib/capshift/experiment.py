@@ -339,10 +339,10 @@ def summarise(results: pd.DataFrame, by=("dataset", "method")) -> pd.DataFrame:
     return g
 
 
-#: The methods of the LEAP paper's Tables 1-2 (Sect. 5.5), by our names: L-CBPE is SLD-CBPE here (see the
-#: baselines chapter), and plain CBPE is run beside it.
-STUDY_METHODS = ("Naive", "ATC", "DoC", "DS", "CBPE", "SLD-CBPE", "NN", "Q-COT", "LEAP_ACC", "LEAP_KDEy",
-                 "S-LEAP_KDEy", "O-LEAP_KDEy")
+#: The methods of the LEAP paper's Tables 1-2 (Sect. 5.5), then the CBPE family's other variants beside the
+#: paper's L-CBPE (plain CBPE, BCTS only, SLD only, SLD after BCTS: the ablation of the experiments chapter).
+STUDY_METHODS = ("Naive", "ATC", "DoC", "DS", "L-CBPE", "NN", "Q-COT", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy",
+                 "O-LEAP_KDEy", "CBPE", "BCTS-CBPE", "SLD-CBPE-raw", "SLD-CBPE")
 #: Columns of :func:`study_record`.
 RECORD_COLUMNS = ["classifier", "task", "measure", "dataset", "method", "mean", "std", "n", "best", "pvalue",
                   "cell_seconds", "prepare_seconds"]
