@@ -244,3 +244,26 @@ def test_full_ci_build(ci_book):
     assert "_build/html/index.html" in res.stdout
     for name, src in chapter_sources().items():
         assert (out / "src" / src.relative_to(ROOT).with_suffix(".ipynb")).exists(), name
+
+
+
+def test_float_literals_and_quoted_strings():
+    from capshift.book import parse_overrides
+
+    got = parse_overrides([["alpha", "1e-3"], ["b", "2E5"], ["c", "[1e-2, 0.5]"], ["d", '"1e-3"'], ["e", "10"]])
+    assert got == {"alpha": 0.001, "b": 200000.0, "c": [0.01, 0.5], "d": "1e-3", "e": 10}
+    assert book.type_ok(got["alpha"], "float")
+
+
+def test_parameter_values_are_checked_before_execution(tmp_path):
+    src = tmp_path / "ch.md"
+    src.write_text("---\njupytext:\n  text_representation: {extension: .md, format_name: myst}\n"
+                   "kernelspec: {display_name: Python 3, language: python, name: python3}\n---\n\n# C\n\n"
+                   "```{code-cell} ipython3\n:tags: [parameters]\n\nclassifier: str = \"lr\"  # h\n```\n\n"
+                   "```{code-cell} ipython3\n:tags: [remove-cell, check-parameters]\n\n"
+                   "from capshift.classifiers import make_classifier\nmake_classifier(classifier)\n```\n")
+    book.check_values("ch", src, {"classifier": "lr"}, tmp_path)  # a known name: no error
+    with pytest.raises(book.BookError, match=r"chapter 'ch': unknown classifier 'xgboost'; choose one of"):
+        book.check_values("ch", src, {"classifier": "xgboost"}, tmp_path)
+    with pytest.raises(book.BookError, match="xgboost"):
+        book.resolve({"ch": src}, ["ch"], {}, {"classifier": "xgboost"}, tmp_path)
