@@ -4,7 +4,10 @@ Every page of the CI-profile book (the session build of conftest.py) is loaded i
 ``chromium`` + ``chromium-driver``, driven by Selenium; ``.ci/run`` installs them when missing) at a 1366-pixel-wide
 window, and must show: math typeset by MathJax (no raw ``$$``/``\\(`` left, no MathJax error), every image loaded,
 every internal link resolving to an existing file and anchor, no SEVERE console error, and no element wider than
-the content column unless it scrolls inside it. A screenshot of each page is kept in ``_build/screenshots/``.
+the content column unless it scrolls inside it. What a reader reads must also be readable (issue 19): no
+NaN/nan/inf or ``np.float64(`` in the prose and cell outputs, no pandas RangeIndex column, no table wider than
+the column unless a scrolling box holds it with its first column sticky, every figure with a numbered caption,
+and no visible code line over 88 characters. A screenshot of each page is kept in ``_build/screenshots/``.
 The buttons (repository, issues, edit, Binder, Colab, .ipynb download) are checked on the HTML of small builds.
 """
 import base64
@@ -284,6 +287,17 @@ $$
 <img src="nope.png" alt="a missing image">
 
 <script>console.error("a console error")</script>
+
+<table><thead><tr><th></th><th>a</th></tr></thead>
+<tbody><tr><th>0</th><td>NaN</td></tr><tr><th>1</th><td>np.float64(0.5)</td></tr></tbody></table>
+
+<div><table><tr><td>a wide table cell that holds a long text without breaks:
+xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+</td><td>second</td></tr></table></div>
+
+```python
+a_code_line = "that is longer than eighty-eight characters, which the reader would scroll for"
+```
 """
 
 
@@ -327,8 +341,14 @@ def test_the_probe_finds_each_defect(driver, published):
     assert "missing anchor: " in problems and "#nowhere" in problems
     assert "image did not load: nope.png" in problems
     assert "console error: " in problems and "a console error" in problems
-    kinds = ("wider than its column: mjx-container", "raw TeX", "broken link", "missing anchor", "image did not",
-             "console error: ")
+    assert "raw value 'NaN'" in problems and "raw value 'np.float64('" in problems
+    assert "pandas index column (0, 1, 2, ...)" in problems
+    assert "table wider than the column" in problems and "a wide table cell" in problems
+    assert "figure without a numbered caption: nope.png" in problems
+    assert "code line of 94 > 88 characters" in problems
+    kinds = ("wider than its column: ", "raw TeX", "broken link", "missing anchor", "image did not",
+             "console error: ", "raw value", "pandas index column", "table wider than the column",
+             "figure without a numbered caption", "code line of ")
     assert all(line.startswith(kinds) for line in problems.splitlines()), problems  # nothing else
     # the pages of that build without defects, with all their buttons on, are clean
     for doc in ("book/intro", "run_record"):

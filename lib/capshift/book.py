@@ -430,7 +430,7 @@ def run_record(notebooks: dict[str, Path], root: Path) -> str:
         out += ["", "## Cite this book", "",
                 "Generated from the repository's `CITATION.cff`, with the commit of this build. Cite also the papers "
                 "whose methods you use: each chapter's footer names them with their BibTeX keys.", "",
-                "BibTeX:", "", "```bibtex", cite["bibtex"], "```", "", "APA:", "", "```text", cite["apa"], "```"]
+                "BibTeX:", "", "```bibtex", cite["bibtex"], "```", "", "APA:", "", "> " + cite["apa"]]
     out += ["", "## Chapters", ""]
     for name, path in notebooks.items():
         meta = nbformat.read(path, as_version=4).metadata.get("capshift", {})
