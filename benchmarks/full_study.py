@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from capshift import datasets, grid
-from capshift.experiment import STUDY_METHODS, pairwise_tests, study_record
+from capshift.experiment import STUDY_METHODS, pairwise_tests, shift_profile, study_record
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "book" / "measured" / "leap_study_full_scale.csv"
@@ -103,6 +103,7 @@ def main() -> int:
     task_of = {d: datasets.REGISTRY[d].task for d in names}
     record = study_record(df, task_of)
     pairs = pairwise_tests(df, task_of)
+    by_shift = shift_profile(df, task_of)
     failed = pd.DataFrame(df.attrs["failed"], columns=["dataset", "classifier", "method", "reason", "seconds"])
     cells = df.groupby(["dataset", "classifier", "method"]).ngroups
     codes = sorted(set(df["code"])) if "code" in df else []
@@ -132,7 +133,12 @@ def main() -> int:
         f.write(f"# {header[0]}\n# every pair of methods per table: paired Wilcoxon test over every (dataset, sample); "
                 f"see {args.out.name} for the command, commit and times\n")
         pairs.to_csv(f, index=False, float_format="%.10g")
-    print(f"wrote {args.out} ({len(record)} rows) and {pairs_out} ({len(pairs)} rows)")
+    shift_out = args.out.with_name(args.out.stem + "_by_shift.csv")
+    with open(shift_out, "w") as f:
+        f.write(f"# {header[0]}\n# mean AE by amount of shift (L1 distance between V's and the sample's prevalence), "
+                f"pooled over the datasets; see {args.out.name} for the command, commit and times\n")
+        by_shift.to_csv(f, index=False, float_format="%.10g")
+    print(f"wrote {args.out} ({len(record)} rows), {pairs_out} ({len(pairs)} rows), {shift_out} ({len(by_shift)} rows)")
     return code
 
 

@@ -235,3 +235,17 @@ def test_the_recorded_study_summarises_its_own_rows():
     for row in pairs.itertuples():
         assert row.mean_a == pytest.approx(avg[(row.classifier, row.task, row.measure, row.method_a)], rel=1e-8)
         assert row.mean_b == pytest.approx(avg[(row.classifier, row.task, row.measure, row.method_b)], rel=1e-8)
+
+
+def test_shift_profile_pools_the_samples_by_amount_of_shift():
+    from capshift import datasets
+    from capshift.experiment import shift_profile
+    names = ["haberman", "cmc"]
+    df = run_many(names, progress=False, methods=["Naive", "LEAP_ACC"], n_samples=40, sample_size=50)
+    prof = shift_profile(df, {d: datasets.REGISTRY[d].task for d in names}, bins=(0, 0.5, 2))
+    b = prof[(prof.task == "binary") & (prof.method == "Naive")]
+    assert b.n.sum() == 40 and set(b.shift_lo) <= {0.0, 0.5}
+    low = df[(df.dataset == "haberman") & (df.method == "Naive") & (df["shift"] <= 0.5)]
+    assert b[b.shift_lo == 0.0]["mean"].iloc[0] == pytest.approx(low["ae"].mean())
+    with pytest.raises(ValueError, match="bins"):
+        shift_profile(df, {d: datasets.REGISTRY[d].task for d in names}, bins=(0, 0))

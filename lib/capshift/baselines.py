@@ -757,8 +757,8 @@ class CBPE(_PosteriorBaseline):
     calibration      registered    calibration of a test sample's posteriors
     ===============  ============  ==================================================================================
     ``None``         ``CBPE``      none: h's posteriors as they are (CBPE assumes them calibrated for the test data)
-    ``"bcts"``       (not yet)     BCTS fitted on V only (no adaptation to the sample's prior)
-    ``"sld"``        (not yet)     SLD/EM on h's raw posteriors, from their mean on V (no BCTS)
+    ``"bcts"``       ``BCTS-CBPE``  BCTS fitted on V only (no adaptation to the sample's prior)
+    ``"sld"``        ``SLD-CBPE-raw`` SLD/EM on h's raw posteriors, from their mean on V (no BCTS)
     ``"sld-bcts"``   ``SLD-CBPE``  BCTS fitted on V, then SLD/EM from the mean calibrated posterior on V (default)
     ``"lascal"``     ``L-CBPE``    LasCal: temperature fitted per sample on V and the sample (the LEAP paper's)
     ===============  ============  ==================================================================================

@@ -48,7 +48,7 @@ from .shift_experiments import (SHIFT_CAP_METHODS, SHIFT_GRID, SHIFT_QUANTIFIERS
 from .significance import significance, wilcoxon_marks
 
 __all__ = ["DEFAULT_METHODS", "RESULT_COLUMNS", "STUDY_METHODS", "RECORD_COLUMNS", "study_record",
-           "pairwise_tests", "RunContext", "check_run_args", "prepare", "method_frame",
+           "pairwise_tests", "SHIFT_BINS", "shift_profile", "RunContext", "check_run_args", "prepare", "method_frame",
            "make_method", "run_experiment", "run_tables", "run_many", "summarise", "quacc_train_prevalences",
            "run_quacc_protocol", "configuration_study",
            # re-exported (see the imports above)
@@ -434,6 +434,36 @@ def pairwise_tests(results: pd.DataFrame, task_of: dict) -> pd.DataFrame:
                 rows.append((clf, task, measure, a, b, float(means[a]), float(means[b]), int(len(d)), p))
     return pd.DataFrame(rows, columns=["classifier", "task", "measure", "method_a", "method_b", "mean_a", "mean_b",
                                        "n", "pvalue"])
+
+
+#: Bins of the amount of shift (L1 distance between V's and the sample's prevalence, in [0, 2]) of
+#: :func:`shift_profile`.
+SHIFT_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 2.0)
+
+
+def shift_profile(results: pd.DataFrame, task_of: dict, bins=SHIFT_BINS) -> pd.DataFrame:
+    """Mean AE by amount of shift: per (classifier, task, measure, method) and bin of ``shift`` (the L1 distance
+    between V's prevalence and the sample's, the LEAP paper's Sect. 5.13), pooled over the datasets.
+
+    Returns a DataFrame with columns ``classifier, task, measure, method, shift_lo, shift_hi`` (the bin, closed on
+    the right; the first also holds 0), ``mean`` (AE), ``n`` (samples). Empty bins are left out. Raises ValueError
+    for missing columns, a dataset missing from ``task_of``, or bins that are not increasing.
+    """
+    need = {"classifier", "dataset", "method", "measure", "shift", "ae"}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        raise ValueError(f"results must be a tidy frame with columns {sorted(need)}")
+    missing = sorted(set(results["dataset"]) - set(task_of))
+    if missing:
+        raise ValueError(f"task_of has no task for dataset(s) {missing}")
+    bins = np.asarray(bins, dtype=float)
+    if bins.ndim != 1 or len(bins) < 2 or np.any(np.diff(bins) <= 0):
+        raise ValueError(f"bins must be increasing edges, got {bins.tolist()}")
+    r = results.assign(task=results["dataset"].map(task_of))
+    k = np.clip(np.searchsorted(bins, r["shift"].to_numpy(), side="left") - 1, 0, len(bins) - 2)
+    r = r.assign(shift_lo=bins[k], shift_hi=bins[k + 1])
+    out = r.groupby(["classifier", "task", "measure", "method", "shift_lo", "shift_hi"], sort=False)["ae"].agg(
+        mean="mean", n="size").reset_index()
+    return out
 
 
 # ---- QuAcc protocol (training prevalence x test prevalence) ----

@@ -19,7 +19,8 @@ from .significance import significance
 
 __all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side", "marked_table",
            "marked_comparison",
-           "dataset_shift_tables", "interval_table", "compare_record", "leap_kdey_verdict", "LEAP_KDEY", "BASELINES"]
+           "dataset_shift_tables", "interval_table", "compare_record", "leap_kdey_verdict", "LEAP_KDEY", "BASELINES",
+           "PAPER_BASELINES"]
 
 TABLES = {
     "leap2025_table1": "leap2025_table1_LR_binary_acc.csv",
@@ -104,7 +105,7 @@ def compare(results: pd.DataFrame, paper: str = "leap2025", aliases: dict | None
         Which paper's tables to compare with (see :data:`PAPERS`).
     aliases : dict, optional
         Our method name -> the paper's, for methods the paper names differently (e.g.
-        ``{"SLD-CBPE": "L-CBPE"}``: compared, not identical).
+        ``{"O-LEAP_KDEy-h": "O-LEAP_KDEy"}``: compared, not identical).
 
     Returns
     -------
@@ -273,7 +274,7 @@ def marked_comparison(results: pd.DataFrame, task: str, measure: str, methods, a
     restricted to ``task`` ("binary"/"multiclass", from :data:`capshift.datasets.REGISTRY`), ``measure`` and
     ``methods``; the marks come from :func:`capshift.significance.significance`: per dataset paired over the test
     samples, and for the "Average (datasets run)" row paired over every (dataset, sample). ``aliases`` as in
-    :func:`compare` (default ``{"SLD-CBPE": "L-CBPE"}``, the LEAP paper's name for it).
+    :func:`compare` (default: none).
 
     Returns ``(marked, comparison)``: the DataFrame of str of :func:`marked_table` and the DataFrame of
     :func:`compare`. Raises ValueError as those two do (no rows for ``task``/``measure``, several classifiers,
@@ -285,7 +286,7 @@ def marked_comparison(results: pd.DataFrame, task: str, measure: str, methods, a
     methods = list(methods)
     d = results[(results["measure"] == measure) & results["method"].isin(methods)
                 & (results["dataset"].map(lambda k: REGISTRY[k].task) == task)]
-    comparison = compare(d, paper, {"SLD-CBPE": "L-CBPE"} if aliases is None else aliases)
+    comparison = compare(d, paper, aliases)
     d = d.assign(dataset=d["dataset"].map(lambda k: REGISTRY[k].name))  # the names of the comparison
     marks = pd.concat([significance(d, "dataset", "sample"),
                        significance(d, None, ("dataset", "sample")).assign(dataset="Average (datasets run)")])
@@ -311,7 +312,9 @@ def interval_table() -> pd.DataFrame:
 # ------------------------------------------------------------------------------------ a recorded study vs the paper
 #: The paper's claim tested per table by :func:`leap_kdey_verdict`: "LEAP methods with KDEy beat the baselines".
 LEAP_KDEY = ("LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy")
-BASELINES = ("Naive", "ATC", "DoC", "DS", "CBPE", "SLD-CBPE", "NN", "Q-COT")
+BASELINES = ("Naive", "ATC", "DoC", "DS", "L-CBPE", "NN", "Q-COT", "CBPE", "SLD-CBPE", "BCTS-CBPE", "SLD-CBPE-raw")
+#: The LEAP paper's own baselines (its Tables 1-2), a subset of :data:`BASELINES`.
+PAPER_BASELINES = ("Naive", "ATC", "DoC", "DS", "L-CBPE", "NN", "Q-COT")
 
 
 def compare_record(record: pd.DataFrame, classifier: str, task: str, measure: str = "accuracy",
@@ -321,7 +324,8 @@ def compare_record(record: pd.DataFrame, classifier: str, task: str, measure: st
     ``record``: the study record (columns ``classifier, task, measure, dataset, method, mean, std, best,
     pvalue``); ``classifier``: our name ("lr", "knn", "svm", "mlp", "rf"); ``paper``: a key of :data:`PAPERS`
     (default: the authors' repository output); ``aliases``: our method name -> the paper's (e.g.
-    ``{"SLD-CBPE": "L-CBPE"}``). Returns one row per (dataset, method) of ours, dataset under the paper's name:
+    ``{"O-LEAP_KDEy-h": "O-LEAP_KDEy"}``). Returns one row per (dataset, method) of ours, dataset under the paper's
+    name:
     ``dataset, method, mean, std, best, pvalue, paper_mean, paper_std`` (NaN where the paper has no cell), then
     rows ``dataset="Average (datasets shared)"``: for the methods the paper has, both means averaged over the
     datasets where the paper has every one of them (so both sides average the same datasets), with ``n_datasets``.

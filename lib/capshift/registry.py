@@ -106,6 +106,8 @@ register("DS", DS, "baseline")
 register("NN", NN, "baseline")
 register("CBPE", CBPE, "baseline", calibration=None)
 register("SLD-CBPE", CBPE, "baseline", calibration="sld-bcts")
+register("BCTS-CBPE", CBPE, "baseline", calibration="bcts")  # the ablation's variants (issue 24): BCTS only,
+register("SLD-CBPE-raw", CBPE, "baseline", calibration="sld")  # and SLD's EM on h's raw posteriors
 register("L-CBPE", CBPE, "baseline", calibration="lascal")
 register("COT", COT, "baseline", quantifier=None)
 register("Q-COT", COT, "baseline", quantifier="kdey")
