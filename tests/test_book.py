@@ -77,6 +77,18 @@ def test_toc_matches_book_pages():
 
 @pytest.mark.parametrize("src", [p for p in sorted((ROOT / "book").glob("*.md")) if book.is_notebook(p)],
                          ids=lambda p: p.stem)
+def test_every_chapter_opens_the_same_way_and_ends_with_exercises(src):
+    text = src.read_text()
+    box = re.search(r":::\{admonition\} In this lecture\n:class: tip\n\n(.*?)\n:::", text, re.S)
+    assert box, f"{src.name}: no ':::{{admonition}} In this lecture' box"
+    assert box.group(1).startswith("You will learn") and "Prerequisites:" in box.group(1), src.name
+    assert text.index("In this lecture") < text.index("\n## "), f"{src.name}: the box comes before the first section"
+    assert "\n## Exercises\n" in text, f"{src.name}: no Exercises section"
+    assert not re.search(r"^### ", text.split("\n## ", 1)[0], re.M), f"{src.name}: an H3 before the first H2"
+
+
+@pytest.mark.parametrize("src", [p for p in sorted((ROOT / "book").glob("*.md")) if book.is_notebook(p)],
+                         ids=lambda p: p.stem)
 def test_first_code_cell_is_commented_parameters_cell(src, tmp_path):
     name = src.stem
     nb = jupytext.read(src)
