@@ -77,6 +77,18 @@ def test_toc_matches_book_pages():
 
 @pytest.mark.parametrize("src", [p for p in sorted((ROOT / "book").glob("*.md")) if book.is_notebook(p)],
                          ids=lambda p: p.stem)
+def test_every_chapter_opens_the_same_way_and_ends_with_exercises(src):
+    text = src.read_text()
+    box = re.search(r":::\{admonition\} In this lecture\n:class: tip\n\n(.*?)\n:::", text, re.S)
+    assert box, f"{src.name}: no ':::{{admonition}} In this lecture' box"
+    assert box.group(1).startswith("You will learn") and "Prerequisites:" in box.group(1), src.name
+    assert text.index("In this lecture") < text.index("\n## "), f"{src.name}: the box comes before the first section"
+    assert "\n## Exercises\n" in text, f"{src.name}: no Exercises section"
+    assert not re.search(r"^### ", text.split("\n## ", 1)[0], re.M), f"{src.name}: an H3 before the first H2"
+
+
+@pytest.mark.parametrize("src", [p for p in sorted((ROOT / "book").glob("*.md")) if book.is_notebook(p)],
+                         ids=lambda p: p.stem)
 def test_first_code_cell_is_commented_parameters_cell(src, tmp_path):
     name = src.stem
     nb = jupytext.read(src)
@@ -244,3 +256,26 @@ def test_full_ci_build(ci_book):
     assert "_build/html/index.html" in res.stdout
     for name, src in chapter_sources().items():
         assert (out / "src" / src.relative_to(ROOT).with_suffix(".ipynb")).exists(), name
+
+
+
+def test_float_literals_and_quoted_strings():
+    from capshift.book import parse_overrides
+
+    got = parse_overrides([["alpha", "1e-3"], ["b", "2E5"], ["c", "[1e-2, 0.5]"], ["d", '"1e-3"'], ["e", "10"]])
+    assert got == {"alpha": 0.001, "b": 200000.0, "c": [0.01, 0.5], "d": "1e-3", "e": 10}
+    assert book.type_ok(got["alpha"], "float")
+
+
+def test_parameter_values_are_checked_before_execution(tmp_path):
+    src = tmp_path / "ch.md"
+    src.write_text("---\njupytext:\n  text_representation: {extension: .md, format_name: myst}\n"
+                   "kernelspec: {display_name: Python 3, language: python, name: python3}\n---\n\n# C\n\n"
+                   "```{code-cell} ipython3\n:tags: [parameters]\n\nclassifier: str = \"lr\"  # h\n```\n\n"
+                   "```{code-cell} ipython3\n:tags: [remove-cell, check-parameters]\n\n"
+                   "from capshift.classifiers import make_classifier\nmake_classifier(classifier)\n```\n")
+    book.check_values("ch", src, {"classifier": "lr"}, tmp_path)  # a known name: no error
+    with pytest.raises(book.BookError, match=r"chapter 'ch': unknown classifier 'xgboost'; choose one of"):
+        book.check_values("ch", src, {"classifier": "xgboost"}, tmp_path)
+    with pytest.raises(book.BookError, match="xgboost"):
+        book.resolve({"ch": src}, ["ch"], {}, {"classifier": "xgboost"}, tmp_path)

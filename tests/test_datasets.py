@@ -380,3 +380,12 @@ def test_text_offline_gives_helpful_error(monkeypatch, tmp_path, name, loader, e
     assert f"'{name}'" in msg and loader in msg and type(exc).__name__ in msg and str(tmp_path) in msg
     assert "network" in msg and str(D.names(task, offline=True)) in msg  # the offline alternatives
     assert ("'spambase'" if task == "binary" else "'letter'") in msg
+
+
+def test_check_names_accepts_known_and_names_the_unknown():
+    from capshift import datasets
+
+    assert datasets.check_names("cmc") == ["cmc"]
+    assert datasets.check_names(["cmc.1", "haberman"]) == ["cmc.1", "haberman"]
+    with pytest.raises(ValueError, match=r"unknown dataset name 'imageseg'.*image-seg"):
+        datasets.check_names(["cmc", "imageseg"])

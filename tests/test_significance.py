@@ -152,3 +152,58 @@ def test_marked_comparison_keeps_the_task_and_marks_a_clearly_worse_method():
         ours = {m: c.split("\u00a0/")[0] for m, c in marked.loc[row].items()}
         assert "†" not in ours["Naive"] and "**" not in ours["Naive"]  # 0.05 worse on every sample
         assert sum("**" in v for v in ours.values()) >= 1
+
+
+def test_min_wilcoxon_p_is_scipys_floor():
+    from capshift.significance import min_wilcoxon_p
+
+    for n in range(1, 12):  # all differences of one sign, distinct: the most extreme exact outcome
+        x = np.arange(1, n + 1, dtype=float)
+        assert min_wilcoxon_p(n) == pytest.approx(wilcoxon(x, np.zeros(n)).pvalue)
+    assert min_wilcoxon_p(5) == 0.0625 and min_wilcoxon_p(6) < 0.05
+    with pytest.raises(ValueError, match="positive"):
+        min_wilcoxon_p(0)
+
+
+def test_against_reference_verdicts_and_power():
+    from capshift.significance import against_reference
+
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0.05, 0.2, 30)
+    rows = [("s", i, m, v) for m, vs in {"Naive": base, "good": base - 0.03, "bad": base + 0.03,
+                                         "same": base + rng.normal(0, 1e-3, 30)}.items()
+            for i, v in enumerate(vs)]
+    df = pd.DataFrame(rows, columns=["shift", "sample", "method", "ae"])
+    res = against_reference(df, "Naive", by="shift", pair="sample").set_index("method")
+    assert res.loc["good", "verdict"] == "better" and res.loc["bad", "verdict"] == "worse"
+    assert res.loc["same", "verdict"] == "not distinguishable"
+    assert res.loc["bad", "difference"] == pytest.approx(0.03) and (res["n"] == 30).all()
+    few = df[df["sample"] < 5]  # 5 pairs: even a uniformly better method cannot reach p < 0.05
+    res5 = against_reference(few, "Naive", by="shift", pair="sample").set_index("method")
+    assert res5.loc["good", "verdict"] == "not distinguishable" and res5.loc["good", "min_p"] == 0.0625
+    with pytest.raises(ValueError, match="reference"):
+        against_reference(df, "Oracle", by="shift", pair="sample")
+
+
+def test_compare_groups_detects_a_rise_and_no_change():
+    from capshift.significance import compare_groups
+
+    rng = np.random.default_rng(2)
+    a = rng.uniform(0, 0.1, 200)
+    df = pd.DataFrame({"method": ["up"] * 400 + ["flat"] * 400,
+                       "level": (["low"] * 200 + ["high"] * 200) * 2,
+                       "ae": np.r_[a, a + 0.05, a, rng.permutation(a)]})
+    res = compare_groups(df, "level", "low", "high").set_index("method")
+    assert res.loc["up", "change"] == "rises" and res.loc["up", "mean_high"] > res.loc["up", "mean_low"]
+    assert res.loc["flat", "change"] == "no significant change" and res.loc["flat", "pvalue"] > 0.5
+    with pytest.raises(ValueError, match="no rows"):
+        compare_groups(df, "level", "low", "middle")
+
+
+def test_wilcoxon_marks_rows_in_numeric_order():
+    from capshift.significance import wilcoxon_marks
+
+    rows = [(d, s, m, 0.1 + 0.01 * s + (m == "B") * 0.01) for d in (0.0, 0.5, 1.0, -0.5, -1.0)
+            for s in range(6) for m in "AB"]
+    df = pd.DataFrame(rows, columns=["degree", "sample_id", "method", "ae"]).assign(trial=0)
+    assert wilcoxon_marks(df).index.tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0]

@@ -4,7 +4,10 @@ Every page of the CI-profile book (the session build of conftest.py) is loaded i
 ``chromium`` + ``chromium-driver``, driven by Selenium; ``.ci/run`` installs them when missing) at a 1366-pixel-wide
 window, and must show: math typeset by MathJax (no raw ``$$``/``\\(`` left, no MathJax error), every image loaded,
 every internal link resolving to an existing file and anchor, no SEVERE console error, and no element wider than
-the content column unless it scrolls inside it. A screenshot of each page is kept in ``_build/screenshots/``.
+the content column unless it scrolls inside it. What a reader reads must also be readable (issue 19): no
+NaN/nan/inf or ``np.float64(`` in the prose and cell outputs, no pandas RangeIndex column, no table wider than
+the column unless a scrolling box holds it with its first column sticky, every figure with a numbered caption,
+and no visible code line over 88 characters. A screenshot of each page is kept in ``_build/screenshots/``.
 The buttons (repository, issues, edit, Binder, Colab, .ipynb download) are checked on the HTML of small builds.
 """
 import base64
@@ -92,8 +95,51 @@ const done = arguments[arguments.length - 1];
                text: (el.textContent || "").trim().slice(0, 60)});
   }
   hide.remove();
+  // what the reader reads of the results: prose and cell outputs, not the code of the inputs nor inline code
+  const shown = article.cloneNode(true);
+  shown.querySelectorAll(".cell_input, div.highlight, code.literal, script, style, mjx-container, " +
+                         "textarea, .capshift-reproduces").forEach(e => e.remove());
+  shown.querySelectorAll("td, th").forEach(e => e.append(" "));  // cells are words of their own
+  const resultText = shown.textContent;
+  // tables: a pandas RangeIndex column (0, 1, 2, ... in the first header cell of every body row), and tables
+  // wider than the column unless a scrolling box holds them and their first column stays put (sticky)
+  const tables = [];
+  for (const t of article.querySelectorAll("table")) {
+    if (t.closest("details:not([open]), .toggle-hidden")) continue;
+    const rows = Array.from(t.querySelectorAll("tbody tr"));
+    const heads = rows.map(r => r.firstElementChild).filter(c => c && c.tagName === "TH");
+    const rangeIndex = rows.length > 1 && heads.length === rows.length &&
+        heads.every((c, i) => c.textContent.trim() === String(i));
+    const r = t.getBoundingClientRect();
+    let scroller = null;
+    for (let a = t.parentElement; a && a !== article; a = a.parentElement) {
+      if (scrolls(a)) { scroller = a; break; }
+    }
+    const first = t.querySelector("tbody tr > :first-child");
+    const sticky = first !== null && getComputedStyle(first).position === "sticky";
+    const tooWide = r.width > box.width + 1;
+    tables.push({rangeIndex, tooWide, held: scroller !== null && sticky, width: Math.round(r.width),
+                 text: (t.textContent || "").trim().replace(/\s+/g, " ").slice(0, 60)});
+  }
+  // figures: every image of a cell output or a figure directive needs a numbered caption
+  const figures = Array.from(article.querySelectorAll("img")).filter(i => !i.closest(".admonition.tip"))
+      .map(i => {
+        const f = i.closest("figure");
+        const cap = f ? f.querySelector("figcaption") : null;
+        return {src: i.getAttribute("src"), caption: cap ? cap.textContent.trim().slice(0, 60) : "",
+                numbered: cap !== null && cap.querySelector(".caption-number") !== null};
+      });
+  // code the reader sees (inputs not folded away): its longest lines
+  const codeLines = [];
+  for (const pre of article.querySelectorAll(".cell_input pre, div.highlight pre")) {
+    if (pre.closest("details:not([open]), .toggle-hidden, .cell_output, .output")) continue;
+    for (const line of pre.textContent.split("\n")) {
+      if (line.length > 88) codeLines.push(line);
+    }
+  }
   const links = Array.from(document.querySelectorAll("a[href]")).map(a => a.href);
-  done({images, text, untypeset, merrors, wide, links, article: describe(article),
+  done({images, text, resultText, tables, figures, codeLines, untypeset, merrors, wide, links,
+        article: describe(article),
         columnWidth: article.clientWidth, scrollWidth: article.scrollWidth,
         height: document.documentElement.scrollHeight});
 })().catch(e => done({error: String(e && e.stack || e)}));
@@ -105,6 +151,18 @@ def text_of(html: str) -> str:
     import html as html_lib
 
     return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+# a result the reader should never see: a missing or infinite value, a numpy scalar's repr
+RAW_VALUES = re.compile(r"(?<![\w.])(NaN|nan|-?inf|<NA>)(?![\w(])|np\.float64\(|np\.int64\(")
+
+
+def result_problems(text: str) -> list[str]:
+    """Raw values in the text of a page's prose and cell outputs (code inputs and inline code excluded)."""
+    out = []
+    for m in list(RAW_VALUES.finditer(text))[:10]:
+        out.append(f"raw value {m.group(0)!r} in the page: ...{text[max(0, m.start() - 50):m.end() + 30]!r}...")
+    return out
 
 
 def ids_of(html_file: Path, cache: dict) -> set[str]:
@@ -146,6 +204,18 @@ def check_page(driver, html_root: Path, doc: str, shot_dir: Path | None = None) 
                         f"{probe['scrollWidth']} > {probe['columnWidth']} px")
     problems += [f"wider than its column: {w['el']} (right edge {w['right']} > {w['column']} px): "
                  f"{w['text']!r}" for w in probe["wide"][:10]]
+    problems += result_problems(probe["resultText"])
+    problems += [f"pandas index column (0, 1, 2, ...) in a table: {t['text']!r}"
+                 for t in probe["tables"] if t["rangeIndex"]]
+    problems += [f"table wider than the column ({t['width']} > {probe['columnWidth']} px) without a "
+                 f"scrolling box whose first column stays visible: {t['text']!r}"
+                 for t in probe["tables"] if t["tooWide"] and not t["held"]]
+    problems += [f"figure without a numbered caption: {f['src']}" for f in probe["figures"]
+                 if not (f["caption"] and f["numbered"])]
+    problems += [f"code line of {len(line)} > 88 characters: {line[:70]!r}..."
+                 for line in probe["codeLines"][:10]]
+    if len(probe["codeLines"]) > 10:
+        problems.append(f"... and {len(probe['codeLines']) - 10} more code lines over 88 characters")
     if shot_dir is not None:  # the whole page (up to 16,000 px) at the window's width
         shot_dir.mkdir(parents=True, exist_ok=True)
         height = min(int(probe["height"]), 16000)
@@ -218,6 +288,17 @@ $$
 <img src="nope.png" alt="a missing image">
 
 <script>console.error("a console error")</script>
+
+<table><thead><tr><th></th><th>a</th></tr></thead>
+<tbody><tr><th>0</th><td>NaN</td></tr><tr><th>1</th><td>np.float64(0.5)</td></tr></tbody></table>
+
+<div><table><tr><td>a wide table cell that holds a long text without breaks:
+xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+</td><td>second</td></tr></table></div>
+
+```python
+a_code_line = "that is longer than eighty-eight characters, which the reader would scroll for"
+```
 """
 
 
@@ -261,8 +342,15 @@ def test_the_probe_finds_each_defect(driver, published):
     assert "missing anchor: " in problems and "#nowhere" in problems
     assert "image did not load: nope.png" in problems
     assert "console error: " in problems and "a console error" in problems
-    kinds = ("wider than its column: mjx-container", "raw TeX", "broken link", "missing anchor", "image did not",
-             "console error: ")
+    assert "raw value 'NaN'" in problems and "raw value 'np.float64('" in problems
+    assert "pandas index column (0, 1, 2, ...)" in problems
+    assert "table wider than the column" in problems and "a wide table cell" in problems
+    assert "figure without a numbered caption: nope.png" in problems
+    assert "code line of 94 > 88 characters" in problems
+    kinds = ("wider than its column: ", "raw TeX", "broken link", "missing anchor", "image did not",
+             "console error: ", "raw value", "pandas index column", "table wider than the column",
+             "figure without a numbered caption", "code line of ",
+             "the content column")  # the wide table also makes the column scroll sideways
     assert all(line.startswith(kinds) for line in problems.splitlines()), problems  # nothing else
     # the pages of that build without defects, with all their buttons on, are clean
     for doc in ("book/intro", "run_record"):

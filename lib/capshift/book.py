@@ -31,6 +31,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,7 @@ import nbformat
 import papermill
 import yaml
 
+FULL_BUILD_MINUTES = 8  # the default profile, all chapters, 2 cores (see the run record of a build)
 GENERATED = {"run_record"}  # toc entries written by this module, not read from the source tree
 PACKAGES = ["numpy", "scipy", "scikit-learn", "quapy", "cvxpy", "pandas", "papermill", "jupyter-book"]
 STAGED_FILES = ["_config.yml", "_toc.yml", "references.bib"]
@@ -126,11 +128,32 @@ def parse_overrides(pairs: list[list[str]] | None) -> dict:
     out = {}
     for name, value in pairs or []:
         try:
-            out[name] = yaml.safe_load(value)
+            out[name] = yaml_value(value)
         except yaml.YAMLError as e:
             raise BookError(f"-p {name} {value!r}: the value is not valid YAML ({str(e).splitlines()[0]}); quote "
                             "strings and close brackets, e.g. -p datasets '[cmc, haberman]'") from None
     return out
+
+
+# what a user means by a float literal; YAML 1.1 (PyYAML) reads "1e-3" and "1E5" as strings
+_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def yaml_value(text: str):
+    """``text`` parsed as YAML, except that a number written as a float literal that YAML 1.1 leaves a
+    string (``1e-3``, ``2E5``, ``-1.5e+2``) is the float it means; in a list or mapping too. A quoted
+    value (``'"1e-3"'``) stays a string."""
+    def fix(v):
+        if isinstance(v, str) and _FLOAT.fullmatch(v.strip()):
+            return float(v)
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        if isinstance(v, dict):
+            return {k: fix(x) for k, x in v.items()}
+        return v
+
+    value = yaml.safe_load(text)
+    return value if ('"' in text or "'" in text) else fix(value)
 
 
 _TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "list": (list,), "dict": (dict,),
@@ -211,10 +234,43 @@ def resolve(chaps: dict[str, Path], selected: list[str], profile: dict, cli: dic
         for p, value in params.items():
             want = valid[p].get("inferred_type_name")
             if not type_ok(value, want):
-                raise BookError(f"chapter {name!r}: parameter {p} is declared {want} (default {valid[p].get('default')}) "
-                                f"but got {value!r} ({type(value).__name__}); pass a {want}")
+                raise BookError(f"chapter {name!r}: parameter {p} is declared {want} (default "
+                                f"{valid[p].get('default')}) but got {value!r} ({type(value).__name__}); "
+                                f"pass a value of type {want}")
+        if params:
+            check_values(name, chaps[name], params, tmp)
         plan[name] = params
     return plan
+
+
+CHECK_TAG = "check-parameters"
+
+
+def check_values(name: str, src: Path, params: dict, tmp: Path, timeout: float = 300) -> None:
+    """Run a chapter's cells tagged ``check-parameters`` (after its ``parameters`` cell and ``params``) in a
+    fresh Python process, before anything is executed: they check the parameters' *values* (a classifier
+    or dataset name the library knows, a positive size) with the library's own functions and raise a
+    ValueError with a one-line message. Raises BookError with that message; a chapter without such cells
+    is not checked here."""
+    nb = jupytext.read(src)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    checks = [c.source for c in cells if CHECK_TAG in c.metadata.get("tags", [])]
+    if not checks:
+        return
+    first = next((c.source for c in cells if "parameters" in c.metadata.get("tags", [])), "")
+    assign = "\n".join(f"{k} = {v!r}" for k, v in params.items())
+    code = "\n\n".join([first, assign, *checks])
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    try:
+        res = subprocess.run([sys.executable, "-c", code], cwd=src.parent, capture_output=True, text=True,
+                             timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise BookError(f"chapter {name!r}: checking the parameters took over {timeout:.0f} s") from None
+    if res.returncode != 0:
+        lines = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
+        last = lines[-1] if lines else f"exit status {res.returncode}"
+        msg = last.split(": ", 1)[1] if re.match(r"^\w+(Error|Exception)\b", last) and ": " in last else last
+        raise BookError(f"chapter {name!r}: {msg}")
 
 
 def make_plan(chaps: dict[str, Path], only: list[str] | None, profile: dict, cli: dict, tmp: Path,
@@ -374,7 +430,7 @@ def run_record(notebooks: dict[str, Path], root: Path) -> str:
         out += ["", "## Cite this book", "",
                 "Generated from the repository's `CITATION.cff`, with the commit of this build. Cite also the papers "
                 "whose methods you use: each chapter's footer names them with their BibTeX keys.", "",
-                "BibTeX:", "", "```bibtex", cite["bibtex"], "```", "", "APA:", "", "```text", cite["apa"], "```"]
+                "BibTeX:", "", "```bibtex", cite["bibtex"], "```", "", "APA:", "", "> " + cite["apa"]]
     out += ["", "## Chapters", ""]
     for name, path in notebooks.items():
         meta = nbformat.read(path, as_version=4).metadata.get("capshift", {})
@@ -560,6 +616,12 @@ def run(toc: Path, out: Path, profile_name: str, only: list[str] | None, cli: di
     dest = {name: src_dir / src.relative_to(root).with_suffix(".ipynb") for name, src in chaps.items()}
     with tempfile.TemporaryDirectory(prefix="capshift-book-") as tmp:
         plan = make_plan(chaps, only, profile, cli, Path(tmp), skip={n for n in chaps if reuse and dest[n].exists()})
+        extra = [n for n in plan if only and n not in only]
+        if extra:  # say so before anything runs: on a fresh --out this is most of the book
+            print(f"[capshift.book] {out} has no executed notebook of {len(extra)} other chapter(s) "
+                  f"({', '.join(extra)}): they are executed first, with profile {profile_name!r}, so that the "
+                  f"book can be built (the whole book takes about {FULL_BUILD_MINUTES} minutes with the default "
+                  "profile on 2 cores; a later `chapter` call with the same --out reuses them)", flush=True)
         for name in chaps:
             if name not in plan:
                 stale = chaps[name].stat().st_mtime > dest[name].stat().st_mtime

@@ -204,6 +204,16 @@ def names(task: str | None = None, offline: bool | None = None, paper: str | Non
             and (paper is None or i.paper == paper)]
 
 
+def check_names(names) -> list[str]:
+    """``names`` (one name or a list) if every one is a key of :data:`REGISTRY`; else the ValueError (one
+    line, with close matches) of the first unknown one. The book runner calls it before executing a
+    chapter whose dataset parameters were overridden."""
+    names = [names] if isinstance(names, str) else list(names)
+    for n in names:
+        _info(n)
+    return names
+
+
 def _info(name) -> tuple[str, DatasetInfo]:
     if not isinstance(name, str):
         raise TypeError(f"name must be a str (a key of capshift.datasets.REGISTRY), got {type(name).__name__}")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import wilcoxon
+from scipy.stats import mannwhitneyu, wilcoxon
 
-__all__ = ["significance", "wilcoxon_marks"]
+__all__ = ["significance", "wilcoxon_marks", "min_wilcoxon_p", "against_reference", "compare_groups"]
 
 
 def significance(results: pd.DataFrame, by="dataset", pair=("sample",), method: str = "method",
@@ -99,5 +99,85 @@ def wilcoxon_marks(results: pd.DataFrame, by="degree", method: str = "method", v
             row[m] = f"**{txt}**" if best else ("‡" if p >= 0.05 else "†" if p > 0.001 else "") + txt
         out[key if len(by) > 1 else key[0] if isinstance(key, tuple) else key] = row
     table = pd.DataFrame.from_dict(out, orient="index").reindex(columns=list(dict.fromkeys(results[method])))
+    if all(isinstance(k, (int, float, np.number)) for k in table.index):  # degrees: -1, ..., 0, ..., 1
+        table = table.sort_index()
     table.index.name = by[0] if len(by) == 1 else None
     return table.fillna("")
+
+
+def min_wilcoxon_p(n: int) -> float:
+    """The smallest two-sided p-value a Wilcoxon signed-rank test can give on ``n`` pairs (exact null
+    distribution, no ties or zero differences): ``2 / 2**n``, reached when every difference has the same sign.
+
+    With ``n = 5`` pairs it is 0.0625, so no difference can be significant at 0.05 however large it is: a
+    table of such groups marks every method "not distinguishable from the best". Raises ValueError for n < 1.
+    """
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive number of pairs, got {n!r}")
+    return min(1.0, 2.0 / 2.0 ** int(n))
+
+
+def against_reference(results: pd.DataFrame, reference: str, by="shift", pair=("trial", "sample_id"),
+                      method: str = "method", value: str = "ae", alpha: float = 0.05) -> pd.DataFrame:
+    """Every method against one reference method (e.g. Naive), per group: paired Wilcoxon signed-rank test.
+
+    Returns one row per (group, method other than ``reference``): the ``by`` columns, ``method``, ``mean``,
+    ``reference_mean``, ``difference`` (mean minus the reference's: negative is better), ``n`` (pairs),
+    ``pvalue`` (two-sided; 1 when all paired differences are zero), ``min_p`` (:func:`min_wilcoxon_p`: the
+    test's floor with ``n`` pairs) and ``verdict``: ``"better"`` / ``"worse"`` when p < ``alpha``, else
+    ``"not distinguishable"``. Groups in order of appearance. Raises ValueError for a missing column, an
+    unknown reference, or values that are not paired.
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    pair = [pair] if isinstance(pair, str) else list(pair)
+    need = set(by) | set(pair) | {method, value}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        have = set(results.columns) if isinstance(results, pd.DataFrame) else set()
+        raise ValueError(f"results lack the columns {sorted(need - have)}")
+    if reference not in set(results[method]):
+        raise ValueError(f"reference method {reference!r} not in the results; methods: "
+                         f"{sorted(set(results[method]))}")
+    rows = []
+    for key, block in results.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        wide = block.pivot(index=pair, columns=method, values=value)
+        if wide.isna().any().any():
+            raise ValueError(f"group {dict(zip(by, key))}: the methods' values are not paired")
+        ref = wide[reference]
+        for m in (c for c in dict.fromkeys(block[method]) if c != reference):
+            d = wide[m] - ref
+            p = 1.0 if np.allclose(d, 0) else float(wilcoxon(wide[m], ref).pvalue)
+            diff = float(wide[m].mean() - ref.mean())
+            verdict = "not distinguishable" if p >= alpha else ("better" if diff < 0 else "worse")
+            rows.append((*key, m, float(wide[m].mean()), float(ref.mean()), diff, len(wide), p,
+                         min_wilcoxon_p(len(wide)), verdict))
+    return pd.DataFrame(rows, columns=by + [method, "mean", "reference_mean", "difference", "n", "pvalue",
+                                            "min_p", "verdict"])
+
+
+def compare_groups(results: pd.DataFrame, split: str, low, high, by=("method",), value: str = "ae",
+                   alpha: float = 0.05) -> pd.DataFrame:
+    """``value`` on the rows where ``split`` equals ``low`` against those where it equals ``high``, per ``by``
+    group: the samples are different ones (not paired), so the test is a two-sided Mann-Whitney U test.
+
+    Used for "does the error grow with the shift / fall with the sample size". Returns one row per group: the
+    ``by`` columns, ``mean_low``, ``mean_high``, ``n_low``, ``n_high``, ``pvalue`` and ``change``:
+    ``"rises"`` / ``"falls"`` when p < ``alpha``, else ``"no significant change"``. Raises ValueError for a
+    missing column or a group without rows at ``low`` or ``high``.
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    need = set(by) | {split, value}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        have = set(results.columns) if isinstance(results, pd.DataFrame) else set()
+        raise ValueError(f"results lack the columns {sorted(need - have)}")
+    rows = []
+    for key, block in results.groupby(by, sort=False, observed=True):
+        key = key if isinstance(key, tuple) else (key,)
+        a = block.loc[block[split] == low, value].to_numpy(float)
+        b = block.loc[block[split] == high, value].to_numpy(float)
+        if len(a) == 0 or len(b) == 0:
+            raise ValueError(f"group {dict(zip(by, key))} has no rows with {split} = {low!r} or {high!r}")
+        p = float(mannwhitneyu(a, b).pvalue) if np.ptp(np.r_[a, b]) > 0 else 1.0
+        change = "no significant change" if p >= alpha else ("rises" if b.mean() > a.mean() else "falls")
+        rows.append((*key, float(a.mean()), float(b.mean()), len(a), len(b), p, change))
+    return pd.DataFrame(rows, columns=by + ["mean_low", "mean_high", "n_low", "n_high", "pvalue", "change"])
