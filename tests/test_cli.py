@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +62,17 @@ def test_the_experiment_alias_keeps_its_name():
                          timeout=120)
     assert out.returncode == 0 and out.stdout.startswith("usage: python -m capshift.experiment")
     assert "build" not in out.stdout.split("\n")[0]
+
+
+def test_help_and_unknown_dataset_errors_list_the_offline_datasets(capsys, tmp_path, monkeypatch):
+    from capshift import datasets
+    offline = datasets.names(offline=True)
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    out = re.sub(r"-\s+", "-", " ".join(capsys.readouterr().out.split()))  # argparse wraps at spaces and hyphens
+    assert all(name in out for name in offline), out
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--datasets", "habermann", "--results", "R"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exc.value.code == 2 and "habermann" in err and all(name in err for name in offline)

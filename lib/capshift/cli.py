@@ -37,7 +37,8 @@ def add_grid_commands(sub) -> argparse.ArgumentParser:
                        description="Compute the cells of the grid missing from --results; finished cells are "
                                    "kept, so an interrupted run resumes where it stopped.")
     r.add_argument("--datasets", nargs="+", required=True, metavar="NAME",
-                   help="dataset names, or 'binary' / 'multiclass' (the offline datasets of the LEAP paper)")
+                   help="dataset names, or 'binary' / 'multiclass' (the offline datasets of the LEAP paper); "
+                        f"offline: {', '.join(_datasets.names(offline=True))}")
     r.add_argument("--classifiers", nargs="+", default=["lr"], metavar="NAME",
                    help=f"classifiers, from {', '.join(CLASSIFIERS)} (default: lr)")
     r.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), metavar="NAME",

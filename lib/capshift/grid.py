@@ -434,7 +434,9 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
     known = set(_datasets.names(paper=None))
     bad = [d for d in datasets if d not in known]
     if bad:
-        raise ValueError(f"unknown dataset(s) {bad} in datasets; choose from capshift.datasets.names(paper=None)")
+        offline = _datasets.names(offline=True)
+        raise ValueError(f"unknown dataset(s) {bad} in datasets; the offline ones are {', '.join(offline)} "
+                         "(all: capshift.datasets.names(paper=None))")
     for c in classifiers:
         if c not in CLASSIFIERS:
             raise ValueError(f"unknown classifier {c!r} in classifiers; choose from {sorted(CLASSIFIERS)}")
