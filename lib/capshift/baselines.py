@@ -223,6 +223,19 @@ def _bin_of(edges, x):
     return np.searchsorted(edges, x, side="left") - 1
 
 
+def _check_lascal_inputs(P_val, y_val, P, weights, n_bins, p):
+    """The validated ``(P_val, y_val, P, weights)`` of LasCal's estimate and search (errors as documented there)."""
+    P_val = check_posteriors(P_val, name="P_val")
+    n = P_val.shape[1]
+    y_val = check_labels(y_val, n, "y_val", n_items=P_val.shape[0])
+    P = check_posteriors(P, n, "P")
+    w = check_finite_array(weights, "weights", ndim=1)
+    if w.shape != (n,) or (w < 0).any():
+        raise ValueError(f"weights must be {n} non-negative importance weights p_U(y)/p_V(y), got {w}")
+    _check_lascal_args(n_bins, p)
+    return P_val, y_val, P, w
+
+
 def _check_lascal_args(n_bins, p):
     check_int(n_bins, "n_bins", min_value=1)
     if not isinstance(p, (int, float, np.integer, np.floating)) or not np.isfinite(p) or p < 1:
@@ -282,14 +295,7 @@ def lascal_calibration_error(P_val, y_val, P, weights, n_bins: int = 15, p: floa
     sample; ``weights`` (n,) finite, >= 0. Raises ValueError for malformed posteriors or labels, weights of
     the wrong shape or negative, ``n_bins`` < 1 or ``p`` < 1.
     """
-    P_val = check_posteriors(P_val, name="P_val")
-    n = P_val.shape[1]
-    y_val = check_labels(y_val, n, "y_val", n_items=P_val.shape[0])
-    P = check_posteriors(P, n, "P")
-    w = check_finite_array(weights, "weights", ndim=1)
-    if w.shape != (n,) or (w < 0).any():
-        raise ValueError(f"weights must be {n} non-negative importance weights p_U(y)/p_V(y), got {w}")
-    _check_lascal_args(n_bins, p)
+    P_val, y_val, P, w = _check_lascal_inputs(P_val, y_val, P, weights, n_bins, p)
     return _lascal_ce(P_val, y_val, P, w, n_bins, p)
 
 
@@ -328,14 +334,7 @@ def lascal_temperature(P_val, y_val, P, weights, n_bins: int = 15, p: float = 2,
     the same at every grid temperature. Returns ``(T, loss)``, floats. Raises as
     :func:`lascal_calibration_error`, and ValueError for temperatures that are not positive finite values.
     """
-    P_val = check_posteriors(P_val, name="P_val")
-    n = P_val.shape[1]
-    y_val = check_labels(y_val, n, "y_val", n_items=P_val.shape[0])
-    P = check_posteriors(P, n, "P")
-    w = check_finite_array(weights, "weights", ndim=1)
-    if w.shape != (n,) or (w < 0).any():
-        raise ValueError(f"weights must be {n} non-negative importance weights p_U(y)/p_V(y), got {w}")
-    _check_lascal_args(n_bins, p)
+    P_val, y_val, P, w = _check_lascal_inputs(P_val, y_val, P, weights, n_bins, p)
     grid = LASCAL_TEMPERATURES if temperatures is None else check_finite_array(temperatures, "temperatures", ndim=1)
     if grid.size < 1 or (grid <= 0).any():
         raise ValueError("temperatures must be a non-empty 1-d array of positive values")

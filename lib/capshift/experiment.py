@@ -348,6 +348,16 @@ RECORD_COLUMNS = ["classifier", "task", "measure", "dataset", "method", "mean", 
                   "cell_seconds", "prepare_seconds"]
 
 
+def _with_tasks(results, task_of: dict, need: set) -> pd.DataFrame:
+    """``results`` with a ``task`` column from ``task_of``; ValueError for missing columns or datasets."""
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        raise ValueError(f"results must be a tidy frame with columns {sorted(need)}")
+    missing = sorted(set(results["dataset"]) - set(task_of))
+    if missing:
+        raise ValueError(f"task_of has no task for dataset(s) {missing}")
+    return results.assign(task=results["dataset"].map(task_of))
+
+
 def study_record(results: pd.DataFrame, task_of: dict) -> pd.DataFrame:
     """A grid's results summarised per table cell, with the paper's Average rows and Wilcoxon tests: the record
     of a full-scale study that a chapter can read instead of recomputing it (``book/measured/``).
@@ -372,13 +382,7 @@ def study_record(results: pd.DataFrame, task_of: dict) -> pd.DataFrame:
 
     Raises ValueError for missing columns or a dataset missing from ``task_of``.
     """
-    need = {"classifier", "dataset", "method", "measure", "sample", "ae"}
-    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
-        raise ValueError(f"results must be a tidy frame with columns {sorted(need)}")
-    missing = sorted(set(results["dataset"]) - set(task_of))
-    if missing:
-        raise ValueError(f"task_of has no task for dataset(s) {missing}")
-    r = results.assign(task=results["dataset"].map(task_of))
+    r = _with_tasks(results, task_of, {"classifier", "dataset", "method", "measure", "sample", "ae"})
     for col in ("cell_seconds", "prepare_seconds"):
         if col not in r:
             r[col] = np.nan
@@ -415,13 +419,7 @@ def pairwise_tests(results: pd.DataFrame, task_of: dict) -> pd.DataFrame:
     of the dataset means), ``n`` (pairs) and ``pvalue`` (two-sided; 1 when every difference is 0), one row per
     unordered pair (a before b in the order the methods appear). Raises ValueError as :func:`study_record`.
     """
-    need = {"classifier", "dataset", "method", "measure", "sample", "ae"}
-    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
-        raise ValueError(f"results must be a tidy frame with columns {sorted(need)}")
-    missing = sorted(set(results["dataset"]) - set(task_of))
-    if missing:
-        raise ValueError(f"task_of has no task for dataset(s) {missing}")
-    r = results.assign(task=results["dataset"].map(task_of))
+    r = _with_tasks(results, task_of, {"classifier", "dataset", "method", "measure", "sample", "ae"})
     rows = []
     for (clf, task, measure), block in r.groupby(["classifier", "task", "measure"], sort=False):
         wide = block.pivot(index=["dataset", "sample"], columns="method", values="ae")
@@ -449,16 +447,10 @@ def shift_profile(results: pd.DataFrame, task_of: dict, bins=SHIFT_BINS) -> pd.D
     the right; the first also holds 0), ``mean`` (AE), ``n`` (samples). Empty bins are left out. Raises ValueError
     for missing columns, a dataset missing from ``task_of``, or bins that are not increasing.
     """
-    need = {"classifier", "dataset", "method", "measure", "shift", "ae"}
-    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
-        raise ValueError(f"results must be a tidy frame with columns {sorted(need)}")
-    missing = sorted(set(results["dataset"]) - set(task_of))
-    if missing:
-        raise ValueError(f"task_of has no task for dataset(s) {missing}")
+    r = _with_tasks(results, task_of, {"classifier", "dataset", "method", "measure", "shift", "ae"})
     bins = np.asarray(bins, dtype=float)
     if bins.ndim != 1 or len(bins) < 2 or np.any(np.diff(bins) <= 0):
         raise ValueError(f"bins must be increasing edges, got {bins.tolist()}")
-    r = results.assign(task=results["dataset"].map(task_of))
     k = np.clip(np.searchsorted(bins, r["shift"].to_numpy(), side="left") - 1, 0, len(bins) - 2)
     r = r.assign(shift_lo=bins[k], shift_hi=bins[k + 1])
     out = r.groupby(["classifier", "task", "measure", "method", "shift_lo", "shift_hi"], sort=False)["ae"].agg(
