@@ -471,3 +471,11 @@ def test_the_budget_holds_in_loky_workers():
     from joblib import Parallel, delayed
     out = Parallel(n_jobs=2, backend="loky")(delayed(_sleep_guarded)(0.5) for _ in range(2))
     assert all(kind == "timeout" and secs < 10 for kind, secs in out), out
+
+
+def test_progress_reports_reused_computed_and_failed(tmp_path, capsys):
+    grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path, **{**KW, "progress": True})
+    err = capsys.readouterr().err
+    assert "0 cell(s) reused, 1 to compute" in err and "cells: 0 reused, 1 computed, 0 failed" in err
+    grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path, **{**KW, "progress": True})
+    assert "cells: 1 reused, 0 computed, 0 failed" in capsys.readouterr().err

@@ -35,6 +35,7 @@ import numbers
 import os
 import re
 import signal
+import sys
 import tempfile
 import threading
 import time
