@@ -31,7 +31,6 @@ import functools
 import hashlib
 import json
 import math
-import numbers
 import os
 import re
 import signal
@@ -51,7 +50,7 @@ from tqdm import tqdm
 
 from . import __version__, registry
 from . import datasets as _datasets
-from ._validation import CAPWarning, check_int
+from ._validation import CAPWarning, check_fraction, check_int
 from .leap import DEFAULT_SOLVER
 from .classifiers import CLASSIFIERS
 from .experiment import DEFAULT_METHODS, RESULT_COLUMNS, check_run_args, method_frame, prepare
@@ -461,13 +460,8 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
         if not isinstance(scheduler, Client):
             raise TypeError(f"scheduler must be a scheduler address (str) or a distributed.Client, "
                             f"got {type(scheduler).__name__}")
-    if cell_timeout is not None:
-        if isinstance(cell_timeout, bool) or not isinstance(cell_timeout, numbers.Real):
-            raise TypeError(f"cell_timeout must be a number of seconds or None, got {cell_timeout!r}")
-        if not (math.isfinite(cell_timeout) and cell_timeout > 0):
-            raise ValueError(f"cell_timeout must be a positive number of seconds (or None: no budget), got "
-                             f"{cell_timeout!r}")
-        cell_timeout = float(cell_timeout)
+    if cell_timeout is not None:  # seconds, positive and finite (None: no budget)
+        cell_timeout = check_fraction(cell_timeout, "cell_timeout", 0.0, math.inf)
     if results is not None:
         results = _check_results_dir(results)
 
