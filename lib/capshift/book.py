@@ -43,6 +43,8 @@ import jupytext
 import nbformat
 import papermill
 import yaml
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import default
 
 FULL_BUILD_MINUTES = 8  # the default profile, all chapters, 2 cores (see the run record of a build)
 GENERATED = {"run_record"}  # toc entries written by this module, not read from the source tree
@@ -60,6 +62,19 @@ INLINE = "module://matplotlib_inline.backend_inline"  # so that figures are capt
 
 class BookError(Exception):
     """A user-facing error (bad parameter, missing file, failed chapter)."""
+
+
+class LocalKernelManager(AsyncKernelManager):
+    """The chapters' kernel manager: the kernel talks to papermill over local IPC sockets, not TCP.
+
+    A kernel on TCP opens five localhost ports and sends code and outputs in plain text, which ipykernel
+    announces with a console warning on every chapter. The kernel and papermill always run on the same
+    machine here, so Unix-domain sockets (in Jupyter's runtime directory, removed at shutdown) are the
+    transport to use. Windows has no IPC transport in ZeroMQ; there the default (TCP) is kept."""
+
+    @default("transport")
+    def _default_transport(self) -> str:
+        return "ipc" if os.name == "posix" else "tcp"
 
 
 # --------------------------------------------------------------------------------------------- the table of contents
@@ -297,7 +312,7 @@ def execute(name: str, src: Path, params: dict, profile: str, dest: Path, tmp: P
     try:
         papermill.execute_notebook(
             str(ipynb), str(staging), parameters=params, kernel_name=KERNEL, cwd=str(src.parent),
-            progress_bar=False, log_output=False,
+            progress_bar=False, log_output=False, kernel_manager_class=LocalKernelManager,
         )
     except Exception as exc:  # papermill.PapermillExecutionError and kernel failures
         kept = failed / f"{name}.ipynb"
