@@ -1,4 +1,6 @@
 """Tests for capshift.reference: the published tables shipped as package data."""
+import math
+
 import numpy as np
 import pytest
 
@@ -172,3 +174,24 @@ def test_leap_kdey_verdict_follows_the_means_and_the_test(leap, base, p, verdict
     assert verdict in v["sentence"] and v["pvalue"] == p
     none = R.leap_kdey_verdict(_record({"haberman": {"Naive": 0.3}}), pairs, "lr", "binary", "accuracy")
     assert none["verdict"] == "not testable here"
+
+
+def test_group_verdict_compares_the_best_of_each_group_and_reads_the_pair_in_either_order():
+    import pandas as pd
+    rec = _record({"haberman": {"Naive": 0.3, "SLD-CBPE": 0.04, "BCTS-CBPE": 0.06, "O-LEAP_KDEy": 0.05}})
+    pairs = pd.DataFrame([("lr", "binary", "accuracy", "O-LEAP_KDEy", "SLD-CBPE", 0.05, 0.04, 100, 1e-4)],
+                         columns=["classifier", "task", "measure", "method_a", "method_b", "mean_a", "mean_b", "n", "pvalue"])
+    assert R.recorded_pvalue(pairs, "lr", "binary", "accuracy", "SLD-CBPE", "O-LEAP_KDEy") == 1e-4
+    assert math.isnan(R.recorded_pvalue(pairs, "lr", "binary", "accuracy", "Naive", "O-LEAP_KDEy"))
+    # the CBPE group's best (SLD-CBPE, .04) against O-LEAP_KDEy (.05): lower and significant
+    v = R.group_verdict(rec, pairs, "lr", "binary", "accuracy", ["BCTS-CBPE", "SLD-CBPE"], ["O-LEAP_KDEy"],
+                        names=("CBPE", "LEAP"))
+    assert (v["verdict"], v["leap"], v["baseline"]) == ("reproduced", "SLD-CBPE", "O-LEAP_KDEy")
+    assert "best CBPE SLD-CBPE" in v["sentence"]
+    back = R.group_verdict(rec, pairs, "lr", "binary", "accuracy", ["O-LEAP_KDEy"], ["SLD-CBPE"])
+    assert back["verdict"] == "not reproduced"
+    # a pair never tested is not a verdict either way
+    untested = R.group_verdict(rec, pairs, "lr", "binary", "accuracy", ["Naive"], ["SLD-CBPE"])
+    assert untested["verdict"] == "not distinguishable" and math.isnan(untested["pvalue"])
+    with pytest.raises(ValueError, match="alpha"):
+        R.group_verdict(rec, pairs, "lr", "binary", "accuracy", ["Naive"], ["SLD-CBPE"], alpha=1.5)

@@ -345,6 +345,12 @@ def test_a_hanging_cell_is_cut_at_its_budget_recorded_and_retried(reference, tmp
     assert len(loaded.attrs["failed"]) == 1 and len(loaded) == len(df)
     assert cli.main(["summary", "--results", str(tmp_path)]) == 1
     assert "haberman / lr / LEAP_ACC: time budget exceeded" in capsys.readouterr().err
+    # a damaged failure record is named, not silently dropped
+    good = record.read_text()
+    record.write_text(good[:20])
+    with pytest.warns(RuntimeWarning, match="ignoring failure record"):
+        assert grid.load_results(tmp_path).attrs["failed"] == []
+    record.write_text(good)
     # a raising cell is a failed cell too, with its reason; a re-run retries only the failed cells
     monkeypatch.setattr(grid, "method_frame", Counter())
     again = grid.run_grid(**small, results=tmp_path, cell_timeout=1.5, **KW)

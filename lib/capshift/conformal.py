@@ -62,15 +62,11 @@ def unfitted_copy(estimator, seed: int):
     return type(estimator)(**params)
 
 
-def _alpha(alpha) -> float:
-    return check_fraction(alpha, "alpha")
-
-
 def conformal_quantile(residuals, alpha: float) -> float:
     """The split-conformal quantile: the ⌈(k+1)(1-α)⌉-th smallest of k residuals (inf if that exceeds k, i.e.
     too few calibration samples for this α: then no finite interval has the guarantee). Raises ValueError for
     an empty or non-finite ``residuals`` or ``alpha`` outside (0, 1)."""
-    a = _alpha(alpha)
+    a = check_fraction(alpha, "alpha")
     r = np.sort(np.asarray(residuals, dtype=float).ravel())
     if r.size == 0 or not np.all(np.isfinite(r)):
         raise ValueError("residuals must be a non-empty array of finite numbers")
@@ -338,7 +334,7 @@ class ConformalInterval(BaseEstimator):
         return self._half_widths(samples, measure, alpha)[0]
 
     def _half_widths(self, samples, measure, alpha):
-        a = _alpha(alpha)
+        a = check_fraction(alpha, "alpha")
         bins = check_int(self.bins, "bins")
         self._check_score_options(self.score, self.floor)
         scales, gammas = self._test_scales(samples)
@@ -391,7 +387,7 @@ class ConformalInterval(BaseEstimator):
         """Intervals for k samples: float (k, 2), columns lower and upper, clipped to [0, 1]. Raises ValueError
         for alpha outside (0, 1), an empty list of samples, and the method's errors on a bad sample."""
         check_fitted(self, ["estimator_"])
-        _alpha(alpha)
+        check_fraction(alpha, "alpha")
         if not isinstance(samples, (list, tuple)) or len(samples) == 0:
             raise ValueError("samples must be a non-empty list of samples (one (m, d) array each)")
         measure = self.estimator_.measure if measure is None else measure
@@ -471,7 +467,7 @@ def evidence_interval(val_counts, prevalence, size: int, alpha: float = 0.05, me
 
 def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random_state=0):
     """:func:`evidence_interval` plus the posterior predictive standard deviation of the measure (4-tuple)."""
-    a = _alpha(alpha)
+    a = check_fraction(alpha, "alpha")
     V = _check_counts(val_counts)
     n = V.shape[0]
     p = np.asarray(prevalence, dtype=float)

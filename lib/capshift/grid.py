@@ -208,13 +208,18 @@ def _write_failure(path: Path, failure: dict) -> None:
 
 
 def _read_failures(results: Path) -> list[dict]:
+    """The failure records of ``results``. A damaged record is left out with a RuntimeWarning naming it, as a
+    damaged cell file is (the next run of the grid retries its cell either way)."""
     out = []
     for path in sorted(results.glob("*" + _FAILED)):
-        with contextlib.suppress(OSError, ValueError, KeyError):
+        try:
             record = json.loads(path.read_text())
             out.append({**{f: record["key"][f] for f in ("dataset", "classifier", "method")},
                         "reason": record["reason"], "seconds": record.get("seconds"), "key": record["key"],
                         "file": path.name})
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            warnings.warn(f"ignoring failure record {path} ({type(exc).__name__}: {exc}); its cell is not "
+                          "listed as failed (a re-run of the grid retries it)", RuntimeWarning, stacklevel=3)
     return out
 
 

@@ -19,8 +19,8 @@ from .significance import significance
 
 __all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side", "marked_table",
            "marked_comparison",
-           "dataset_shift_tables", "interval_table", "compare_record", "leap_kdey_verdict", "LEAP_KDEY", "BASELINES",
-           "PAPER_BASELINES"]
+           "dataset_shift_tables", "interval_table", "compare_record", "recorded_pvalue", "group_verdict",
+           "leap_kdey_verdict", "LEAP_KDEY", "BASELINES", "PAPER_BASELINES"]
 
 TABLES = {
     "leap2025_table1": "leap2025_table1_LR_binary_acc.csv",
@@ -352,38 +352,55 @@ def compare_record(record: pd.DataFrame, classifier: str, task: str, measure: st
     return pd.concat([out.assign(n_datasets=1), avg], ignore_index=True)
 
 
-def leap_kdey_verdict(record: pd.DataFrame, pairs: pd.DataFrame, classifier: str, task: str, measure: str,
-                      alpha: float = 0.01, baselines=BASELINES) -> dict:
-    """The LEAP paper's conclusion "LEAP methods with KDEy beat the baselines" (its Sect. 5.3 and 6), tested on
-    one table of a recorded study.
+def recorded_pvalue(pairs: pd.DataFrame, classifier: str, task: str, measure: str, a: str, b: str) -> float:
+    """The recorded paired Wilcoxon p-value of methods ``a`` and ``b`` in one table (either order), NaN when the
+    pair was not tested. ``pairs``: :func:`capshift.experiment.pairwise_tests` (columns ``classifier, task,
+    measure, method_a, method_b, pvalue``)."""
+    p = pairs[(pairs["classifier"] == classifier) & (pairs["task"] == task) & (pairs["measure"] == measure)
+              & (((pairs["method_a"] == a) & (pairs["method_b"] == b))
+                 | ((pairs["method_a"] == b) & (pairs["method_b"] == a)))]["pvalue"]
+    return float(p.iloc[0]) if len(p) else float("nan")
 
-    The best LEAP-KDEy method (lowest Average AE among :data:`LEAP_KDEY`) is compared with the best baseline (among
-    ``baselines`` run, default :data:`BASELINES`): *reproduced* when its Average AE is lower and the paired Wilcoxon test over every
-    (dataset, sample) (``pairs``, :func:`capshift.experiment.pairwise_tests`) gives p < ``alpha``; *not
-    reproduced* when the baseline's is lower and p < ``alpha``; *not distinguishable* when p >= ``alpha``; *not
-    testable here* when either group has no method in the table. Returns a dict: ``verdict``, ``leap``,
-    ``leap_mean``, ``baseline``, ``baseline_mean``, ``pvalue``, ``sentence`` (one line saying all of it).
+
+def group_verdict(record: pd.DataFrame, pairs: pd.DataFrame, classifier: str, task: str, measure: str,
+                  group, against, alpha: float = 0.01, names=("group", "against")) -> dict:
+    """Does the best method of ``group`` beat the best of ``against`` in one table of a recorded study?
+
+    The best of each group is its method with the lowest Average AE in ``record`` (:func:`capshift.experiment.
+    study_record`); the two are compared by the recorded paired Wilcoxon test over every (dataset, sample)
+    (``pairs``). ``verdict``: *reproduced* when ``group``'s best has the lower Average and p < ``alpha``; *not
+    reproduced* when ``against``'s has and p < ``alpha``; *not distinguishable* when p >= ``alpha`` (or the pair
+    was not tested); *not testable here* when either group has no method in the table. ``names``: how the
+    sentence calls the two groups. Returns a dict: ``verdict``, ``leap`` and ``leap_mean`` (``group``'s best),
+    ``baseline`` and ``baseline_mean`` (``against``'s best), ``pvalue``, ``sentence``.
+    Raises ValueError for an ``alpha`` outside (0, 1).
     """
     alpha = check_fraction(alpha, "alpha")
     avg = record[(record["classifier"] == classifier) & (record["task"] == task) & (record["measure"] == measure)
                  & (record["dataset"] == "Average")].set_index("method")["mean"]
-    leap = avg[[m for m in LEAP_KDEY if m in avg.index]]
-    base = avg[[m for m in baselines if m in avg.index]]
+    mine = avg[[m for m in group if m in avg.index]]
+    base = avg[[m for m in against if m in avg.index]]
     where = f"{classifier}, {task}, {measure}"
-    if leap.empty or base.empty:
+    if mine.empty or base.empty:
         return {"verdict": "not testable here", "leap": None, "leap_mean": float("nan"), "baseline": None,
                 "baseline_mean": float("nan"), "pvalue": float("nan"),
-                "sentence": f"{where}: not testable here (no {'LEAP-KDEy method' if leap.empty else 'baseline'} run)"}
-    a, b = leap.idxmin(), base.idxmin()
-    p = pairs[(pairs["classifier"] == classifier) & (pairs["task"] == task) & (pairs["measure"] == measure)
-              & (((pairs["method_a"] == a) & (pairs["method_b"] == b)) | ((pairs["method_a"] == b)
-                                                                           & (pairs["method_b"] == a)))]["pvalue"]
-    pvalue = float(p.iloc[0]) if len(p) else float("nan")
+                "sentence": f"{where}: not testable here (no {names[0] if mine.empty else names[1]} run)"}
+    a, b = mine.idxmin(), base.idxmin()
+    pvalue = recorded_pvalue(pairs, classifier, task, measure, a, b)
     if not pvalue < alpha:
         verdict = "not distinguishable"
     else:
-        verdict = "reproduced" if leap[a] < base[b] else "not reproduced"
-    sentence = (f"{where}: {verdict} — best LEAP-KDEy {a} {leap[a]:.4f} vs best baseline {b} {base[b]:.4f} "
+        verdict = "reproduced" if mine[a] < base[b] else "not reproduced"
+    sentence = (f"{where}: {verdict} — best {names[0]} {a} {mine[a]:.4f} vs best {names[1]} {b} {base[b]:.4f} "
                 f"(Wilcoxon p = {pvalue:.2g})")
-    return {"verdict": verdict, "leap": a, "leap_mean": float(leap[a]), "baseline": b, "baseline_mean": float(base[b]),
-            "pvalue": pvalue, "sentence": sentence}
+    return {"verdict": verdict, "leap": a, "leap_mean": float(mine[a]), "baseline": b,
+            "baseline_mean": float(base[b]), "pvalue": pvalue, "sentence": sentence}
+
+
+def leap_kdey_verdict(record: pd.DataFrame, pairs: pd.DataFrame, classifier: str, task: str, measure: str,
+                      alpha: float = 0.01, baselines=BASELINES) -> dict:
+    """The LEAP paper's conclusion "LEAP methods with KDEy beat the baselines" (its Sect. 5.3 and 6), tested on
+    one table of a recorded study: :func:`group_verdict` of :data:`LEAP_KDEY` against ``baselines`` (default
+    :data:`BASELINES`; :data:`PAPER_BASELINES` for the paper's own). Returns its dict."""
+    return group_verdict(record, pairs, classifier, task, measure, LEAP_KDEY, baselines, alpha,
+                         names=("LEAP-KDEy", "baseline"))

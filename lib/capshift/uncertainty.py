@@ -46,10 +46,6 @@ __all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval",
            "error_structure", "coverage_by_scale", "KINDS", "SCHEMES", "SCORES", "FLOOR_DRAWS"]
 
 
-def _alpha(alpha) -> float:
-    return check_fraction(alpha, "alpha")
-
-
 def bootstrap_interval(estimator: CAPEstimator, X, alpha: float = 0.05, n_boot: int = 500, measure=None,
                        random_state: int = 0) -> tuple[float, float]:
     """The LEAP paper's bootstrap interval (Sect. 5.10): the α/2 and 1-α/2 percentiles of the estimator's
@@ -59,7 +55,7 @@ def bootstrap_interval(estimator: CAPEstimator, X, alpha: float = 0.05, n_boot: 
     floats in [0, 1]. Raises ValueError for alpha outside (0, 1), n_boot < 2, an empty sample, and the
     estimator's errors (e.g. NotFittedError).
     """
-    a, n_boot = _alpha(alpha), check_int(n_boot, "n_boot", min_value=2)
+    a, n_boot = check_fraction(alpha, "alpha"), check_int(n_boot, "n_boot", min_value=2)
     check_fitted(estimator, ["val_table_"])
     X = check_X(X, "X")
     rng = np.random.default_rng(check_seed(random_state, "random_state"))
@@ -112,7 +108,7 @@ def propagated_interval(estimator: CAPEstimator, X, alpha: float = 0.05, n_boot:
     quantifier's bias (a bootstrap sees only its variance). Returns ``(lower, upper)`` in [0, 1]; errors as
     :func:`bootstrap_prevalences`, plus ValueError for alpha outside (0, 1).
     """
-    a = _alpha(alpha)
+    a = check_fraction(alpha, "alpha")
     q = bootstrap_prevalences(estimator, X, n_boot, random_state)
     if not hasattr(estimator, "tables_from_prevalences"):
         raise TypeError(f"{type(estimator).__name__} does not build tables from prevalences: use a LEAP-family method")
@@ -254,7 +250,7 @@ def summarise_intervals(results, alpha: float = 0.05):
     test samples' own absolute errors), a lower bound on the amplitude of any such interval with coverage 1-α
     (it uses the test labels: a reference, not a method). Returns a DataFrame with columns
     ``dataset, method, kind, AE, A, C, n``."""
-    a = _alpha(alpha)
+    a = check_fraction(alpha, "alpha")
     _check_results(results, "ae")
     inside = _inside(results["lower"], results["upper"], results["true"])
     g = results.assign(width=results["upper"] - results["lower"], inside=inside).groupby(
