@@ -96,7 +96,6 @@ def test_run_many_parallel_equals_serial():
 
 
 def test_extra_methods_go_through_predict_measures(monkeypatch):
-    from capshift import experiment
     from capshift.baselines import Naive
 
     from capshift import registry

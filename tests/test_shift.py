@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import quapy as qp
-from quapy.method.aggregative import CC, PACC
+from quapy.method.aggregative import PACC
 from sklearn.linear_model import LogisticRegression
 
 from capshift import datasets, experiment, shift, shift_experiments

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import check_finite_array, check_int
-from .tables import check_table, predicted_prevalence, true_prevalence
+from .tables import check_table, true_prevalence
 
 __all__ = [
     "GROUPS", "GoverningSystem", "validation_rates", "governing_system", "system_rank", "rank_summary",
