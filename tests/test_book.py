@@ -279,3 +279,26 @@ def test_parameter_values_are_checked_before_execution(tmp_path):
         book.check_values("ch", src, {"classifier": "xgboost"}, tmp_path)
     with pytest.raises(book.BookError, match="xgboost"):
         book.resolve({"ch": src}, ["ch"], {}, {"classifier": "xgboost"}, tmp_path)
+
+
+def test_chapters_execute_two_at_a_time_and_a_failure_names_its_chapter(tmp_path):
+    pages = {"intro": notebook_page("A", "n: int = 1  # n", "import os\nprint(os.getpid())"),
+             "b": notebook_page("B", "n: int = 1  # n", "import os\nprint(os.getpid())"),
+             "c": notebook_page("C", "n: int = 1  # n", "raise ValueError('boom in c')")}
+    toc = scratch_book(tmp_path, pages)
+    chaps = book.chapters(toc)
+    dest = {n: tmp_path / "src" / f"{n}.ipynb" for n in chaps}
+    plan = {"intro": {"n": 2}, "b": {}}
+    book.execute_all(plan, chaps, dest, "ci", tmp_path, tmp_path / "failed", jobs=2)
+    pids = set()
+    for name in plan:
+        nb = nbformat.read(dest[name], as_version=4)
+        assert nb.metadata["capshift"]["jobs"] == 2 and nb.metadata["capshift"]["overrides"] == plan[name]
+        pids.add(nb.cells[-1].outputs[0]["text"].strip())
+    assert len(pids) == 2  # each chapter had a kernel of its own
+    with pytest.raises(book.BookError, match="(?s)chapter 'c' failed.*boom in c"):
+        book.execute_all({"b": {}, "c": {}}, chaps, dest, "ci", tmp_path, tmp_path / "failed", jobs=2)
+    assert (tmp_path / "failed" / "c.ipynb").exists()
+    assert "2 chapters executed at a time" in book.run_record({n: dest[n] for n in plan}, tmp_path)
+    with pytest.raises(book.BookError, match="jobs must be at least 1"):
+        book.run(toc, tmp_path / "_out", "default", None, {}, jobs=0)

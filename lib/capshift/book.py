@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import concurrent.futures
 import copy
 import importlib.metadata
 import json
+import multiprocessing
 import os
 import platform
 import re
@@ -37,13 +39,16 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import jupytext
 import nbformat
 import papermill
 import yaml
+from jupyter_client.localinterfaces import localhost
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.paths import jupyter_runtime_dir
 from traitlets import default
 
 FULL_BUILD_MINUTES = 8  # the default profile, all chapters, 2 cores (see the run record of a build)
@@ -69,12 +74,22 @@ class LocalKernelManager(AsyncKernelManager):
 
     A kernel on TCP opens five localhost ports and sends code and outputs in plain text, which ipykernel
     announces with a console warning on every chapter. The kernel and papermill always run on the same
-    machine here, so Unix-domain sockets (in Jupyter's runtime directory, removed at shutdown) are the
-    transport to use. Windows has no IPC transport in ZeroMQ; there the default (TCP) is kept."""
+    machine here, so Unix-domain sockets are the transport to use. Each kernel gets socket paths of its own in
+    Jupyter's runtime directory (jupyter_client's IPC default, ``kernel-ipc-N`` in the working directory, would
+    put two chapters executed at a time on the same sockets); they are removed when the kernel shuts down.
+    Windows has no IPC transport in ZeroMQ; there the default (TCP) is kept."""
 
     @default("transport")
     def _default_transport(self) -> str:
         return "ipc" if os.name == "posix" else "tcp"
+
+    @default("ip")
+    def _default_ip(self) -> str:
+        if self.transport != "ipc":
+            return localhost()
+        runtime = Path(jupyter_runtime_dir())
+        runtime.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as Jupyter makes it
+        return str(runtime / f"capshift-{uuid.uuid4().hex[:12]}")
 
 
 # --------------------------------------------------------------------------------------------- the table of contents
@@ -300,8 +315,11 @@ def make_plan(chaps: dict[str, Path], only: list[str] | None, profile: dict, cli
 
 
 # -------------------------------------------------------------------------------------------------------- execution
-def execute(name: str, src: Path, params: dict, profile: str, dest: Path, tmp: Path, failed: Path) -> float:
-    """Execute one chapter with papermill into ``dest``; hide the injected cell; return the run time (s)."""
+def execute(name: str, src: Path, params: dict, profile: str, dest: Path, tmp: Path, failed: Path,
+            jobs: int = 1) -> float:
+    """Execute one chapter with papermill into ``dest``; hide the injected cell; return the run time (s).
+
+    ``jobs``: how many chapters the build executes at a time (recorded with the run time, which it affects)."""
     ipynb = to_ipynb(src, tmp / f"{name}.ipynb")
     defaults = {k: v["default"] for k, v in papermill.inspect_notebook(str(ipynb)).items()}
     staging = tmp / f"{name}.executed.ipynb"
@@ -344,7 +362,7 @@ def execute(name: str, src: Path, params: dict, profile: str, dest: Path, tmp: P
         nb.cells.append(nbformat.v4.new_markdown_cell(footer, metadata={"tags": ["capshift-reproduces"]}))
     nb.metadata["capshift"] = {
         "chapter": name, "source": src.name, "profile": profile, "defaults": defaults, "overrides": params,
-        "seconds": round(seconds, 2), "executed": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "seconds": round(seconds, 2), "executed": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "jobs": jobs,
     }
     dest.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, dest)
@@ -450,7 +468,9 @@ def run_record(notebooks: dict[str, Path], root: Path) -> str:
     for name, path in notebooks.items():
         meta = nbformat.read(path, as_version=4).metadata.get("capshift", {})
         out += [f"### {name}", "",
-                f"Profile `{meta.get('profile')}`; run time {meta.get('seconds')} s; executed {meta.get('executed')}.", ""]
+                f"Profile `{meta.get('profile')}`; run time {meta.get('seconds')} s"
+                + (f" ({meta['jobs']} chapters executed at a time)" if meta.get("jobs", 1) > 1 else "")
+                + f"; executed {meta.get('executed')}.", ""]
         shown = {k: json.dumps(v) if isinstance(v, str) else repr(v) for k, v in meta.get("overrides", {}).items()}
         params = {**meta.get("defaults", {}), **shown}
         if params:
@@ -622,8 +642,49 @@ def sphinx_build(src_dir: Path, html: Path) -> int:
     return result
 
 
-def run(toc: Path, out: Path, profile_name: str, only: list[str] | None, cli: dict, reuse: bool = False) -> int:
-    """Validate, execute (``only`` or all chapters; the rest reused when ``reuse`` and present), stage and build."""
+def default_jobs() -> int:
+    """Chapters executed at a time by default: 2 where there are 2 cores or more (most chapters run on one core,
+    so two at a time fill a 2-core machine), else 1."""
+    return 2 if (os.cpu_count() or 1) >= 2 else 1
+
+
+def previous_seconds(dest: Path) -> float:
+    """The run time recorded in an earlier executed notebook at ``dest`` (0 when there is none)."""
+    try:
+        return float(nbformat.read(dest, as_version=4).metadata.get("capshift", {}).get("seconds", 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0.0
+
+
+def execute_all(plan: dict, chaps: dict, dest: dict, profile_name: str, tmp: Path, failed: Path, jobs: int) -> None:
+    """Execute the chapters of ``plan``, ``jobs`` at a time (each in a process of its own with its own kernel).
+
+    The longest chapters of an earlier build (run times recorded in ``dest``) start first, the others in toc
+    order, so that no long chapter is left for the end. On the first failure the chapters not started yet are
+    cancelled, the running ones finish, and the failure's BookError is raised."""
+    if jobs <= 1 or len(plan) <= 1:
+        for name, params in plan.items():
+            execute(name, chaps[name], params, profile_name, dest[name], tmp, failed)
+        return
+    order = sorted(plan, key=lambda n: -previous_seconds(dest[n]))  # stable: toc order among ties
+    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter per worker: no forked threads or event loops
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = {pool.submit(execute, n, chaps[n], plan[n], profile_name, dest[n], tmp, failed, jobs): n
+                   for n in order}
+        for fut in concurrent.futures.as_completed(futures):
+            if fut.exception() is not None:
+                for other in futures:
+                    other.cancel()
+                raise fut.exception()
+
+
+def run(toc: Path, out: Path, profile_name: str, only: list[str] | None, cli: dict, reuse: bool = False,
+        jobs: int = 1) -> int:
+    """Validate, execute (``only`` or all chapters; the rest reused when ``reuse`` and present; ``jobs`` chapters at
+    a time), stage and build."""
+    jobs = int(jobs)
+    if jobs < 1:
+        raise BookError(f"jobs must be at least 1 (chapters executed at a time), got {jobs}")
     toc, out = toc.resolve(), out.resolve()
     root, src_dir = toc.parent, out / "src"
     chaps = chapters(toc)
@@ -641,8 +702,7 @@ def run(toc: Path, out: Path, profile_name: str, only: list[str] | None, cli: di
             if name not in plan:
                 stale = chaps[name].stat().st_mtime > dest[name].stat().st_mtime
                 print(f"[capshift.book] reusing {dest[name]}" + (" (older than its source!)" if stale else ""))
-        for name, params in plan.items():
-            execute(name, chaps[name], params, profile_name, dest[name], Path(tmp), out / "failed")
+        execute_all(plan, chaps, dest, profile_name, Path(tmp), out / "failed", jobs)
     stage(toc, src_dir)
     (src_dir / "run_record.md").write_text(run_record({n: dest[n] for n in chaps}, root))
     html_dir = out / "html"
@@ -665,6 +725,8 @@ def add_commands(sub) -> None:
                         help="override a parameter (value parsed as YAML); repeatable")
     common.add_argument("--toc", type=Path, default=None, help="table of contents (default ./_toc.yml); its folder is the book root")
     common.add_argument("--out", type=Path, default=None, help="build folder (default <root>/_build): src/ and html/ go there")
+    common.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
+                        help="chapters executed at a time, each with its own kernel (default: %(default)s)")
     b = sub.add_parser("build", parents=[common], help="execute every chapter and build the HTML")
     b.add_argument("--only", nargs="+", metavar="NAME", help="execute only these chapters, reuse the others' notebooks")
     c = sub.add_parser("chapter", parents=[common], help="re-execute one chapter (reuse the others) and rebuild")
@@ -702,7 +764,7 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"[capshift.book] parameters OK for {len(plan)} chapter(s)")
             return 0
         only = [args.name] if args.cmd == "chapter" else args.only
-        return run(toc, out, args.profile, only, cli, reuse=bool(only))
+        return run(toc, out, args.profile, only, cli, reuse=bool(only), jobs=getattr(args, "jobs", 1))
     except BookError as exc:
         print(f"[capshift.book] error: {exc}", file=sys.stderr)
         return 2
