@@ -38,7 +38,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.metaestimators import available_if
 from tqdm.auto import tqdm
 
-from . import registry
+from . import datasets, registry, shift
 from ._validation import check_fraction, check_int, check_seed
 from .pps_check import DEFAULT_LEVEL, pps_test
 from .quantifiers import Quantifier
@@ -470,7 +470,6 @@ def example_stream(n_batches: int = 20, batch_size: int = 250, segment=(13, 17),
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from . import datasets, shift
     n_batches = check_int(n_batches, "n_batches", min_value=2)
     batch_size = check_int(batch_size, "batch_size")
     seed = check_seed(random_state, "random_state")
@@ -522,7 +521,6 @@ def diagnostic_study(data, n_samples: int = 20, sample_size: int = 200, train_si
     """
     from sklearn.linear_model import LogisticRegression
 
-    from . import shift
     X, y, groups = data.binary()
     seed = check_seed(random_state, "random_state")
     common = dict(train_size=train_size, test_size=sample_size, n_samples=n_samples, repeats=1, random_state=seed)
