@@ -350,7 +350,8 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
     its calibration uses ``n_splits`` halvings of V and ``n_cal`` samples, fewer than the library's default 10 and
     500 so that a stream of batches stays quick); ``threshold``: alert when an estimate is below it (None: no
     alerts); ``min_batch``: batches with fewer items still get an estimate and an interval, with a note;
-    ``pps_level``: the diagnostic's false-alarm rate. The diagnostic's q-hat is KDEy-ML's (a surrogate on the
+    ``pps_level``: the diagnostic's false-alarm rate (stratified by h's posteriors when h has ``predict_proba``).
+    The diagnostic's q-hat is KDEy-ML's (a surrogate on the
     features, shared with the LEAP-family methods). Returns an :class:`Estimation`; raises ValueError /
     TypeError / FileNotFoundError (one line, naming the argument) on bad input, before any estimate.
     """
@@ -393,9 +394,12 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
                 raise ValueError(f"method {m!r} does not estimate {measure!r}; choose another method or measure")
             ests[m] = est.fit(prep.X_val, prep.y_val)
     rows, tables, true_tables, notes = [], {}, {}, []
+    proba = hasattr(prep.h, "predict_proba")
+    P_val = prep.h.predict_proba(prep.X_val) if proba else None
     for name, X in tqdm(feats, desc="batches", unit="batch", disable=not progress):
         qhat = q.quantify(X)
-        test = pps_test(X, prep.X_val, prep.y_val, qhat, level=pps_level, random_state=seed)
+        test = pps_test(X, prep.X_val, prep.y_val, qhat, level=pps_level, random_state=seed,
+                        posteriors_batch=prep.h.predict_proba(X) if proba else None, posteriors_val=P_val)
         note = []
         if X.shape[0] < min_batch:
             note.append(f"{X.shape[0]} items, below min_batch={min_batch}: a wide interval")
@@ -546,10 +550,11 @@ def diagnostic_study(data, n_samples: int = 20, sample_size: int = 200, train_si
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             q = Quantifier("kdey", h, random_state=seed).fit(XV, yV, 2)
-        P = tr.test.parameters
+        P, PV = tr.test.parameters, h.predict_proba(XV)
         for i in range(len(P)):
             Xs = tr.test.data.instances[tr.test.indices[i]]
-            t = pps_test(Xs, XV, yV, q.quantify(Xs), level=level, random_state=seed + i)
+            t = pps_test(Xs, XV, yV, q.quantify(Xs), level=level, random_state=seed + i,
+                         posteriors_batch=h.predict_proba(Xs), posteriors_val=PV)
             rows.append({"protocol": proto, "degree": float(P["degree"][i]), "pvalue": t.pvalue, "auc": t.auc,
                          "rejected": t.doubtful})
     return pd.DataFrame(rows)
