@@ -12,7 +12,8 @@ declaring it), so this script runs in two interpreters, in three stages:
    ["accuracy"], chunk_size=100, calibration="isotonic")`` fitted on the reference and estimating the analysis
    chunks; writes ``WORK/<dataset>_nannyml.parquet`` (estimate per chunk) and its wall time;
 3. ``collect`` (capshift's venv): one tidy CSV, a row per (dataset, sample, method): task, true accuracy,
-   estimate, AE, the method's wall time for the dataset (fit + all samples), with a header of the command,
+   estimate, AE, the method's wall time for the dataset (fit + all samples), ``shift`` (L1 distance between V's
+   and the sample's prevalence), with a header of the command,
    versions, commit and wall time.
 
 ``all`` runs the three, calling NannyML's interpreter (``--nannyml-python``) for stage 2. See benchmarks/README.md
@@ -53,6 +54,8 @@ def prepare(args) -> None:
         idx = protocols.upp_indices(s.y_U, args.sample_size, args.n_samples, args.seed, n_classes=s.n_classes)
         samples = [s.X_U[i] for i in idx]
         true = np.array([np.mean(h.predict(X) == s.y_U[i]) for X, i in zip(samples, idx)])
+        p_val = np.bincount(s.y_V, minlength=s.n_classes) / len(s.y_V)
+        shift = [float(np.abs(protocols.sample_prevalence(s.y_U, i, s.n_classes) - p_val).sum()) for i in idx]
         rows = []
         for m in args.methods:
             t0 = time.perf_counter()
@@ -60,7 +63,7 @@ def prepare(args) -> None:
             pred = est.predict_batch(samples, measure="accuracy")
             sec = time.perf_counter() - t0
             rows += [{"dataset": name, "sample": k, "method": m, "true": true[k], "estimate": float(pred[k]),
-                      "seconds": sec} for k in range(len(samples))]
+                      "seconds": sec, "shift": shift[k]} for k in range(len(samples))]
         pd.DataFrame(rows).to_parquet(work / f"{name}_capshift.parquet", index=False)
         cls = [f"p{c}" for c in range(s.n_classes)]
         ref = pd.DataFrame(h.predict_proba(s.X_V), columns=cls)
@@ -116,8 +119,9 @@ def collect(args, wall: float | None = None) -> None:
         nm = pd.read_parquet(work / f"{name}_nannyml.parquet")
         if len(nm) != cs["sample"].nunique():
             raise SystemExit(f"{name}: NannyML returned {len(nm)} chunks for {cs['sample'].nunique()} samples")
-        truth = cs.drop_duplicates("sample").set_index("sample")["true"]
-        nm["true"] = truth.reindex(nm["sample"]).to_numpy()
+        first = cs.drop_duplicates("sample").set_index("sample")
+        nm["true"] = first["true"].reindex(nm["sample"]).to_numpy()
+        nm["shift"] = first["shift"].reindex(nm["sample"]).to_numpy()
         frames += [cs, nm]
     df = pd.concat(frames, ignore_index=True)
     df.insert(1, "task", np.where(df["dataset"].isin(BINARY), "binary", "multiclass"))
