@@ -23,6 +23,8 @@ def main(argv=None):
     ap.add_argument("--datasets", nargs="+", default=["marketing", "diabetes"])
     ap.add_argument("--n-samples", type=int, default=100, help="test samples per protocol condition")
     ap.add_argument("--sample-size", type=int, default=200)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
+                    help="one draw of V and of the pools per seed: the false-alarm rate is a rate over V too")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -31,10 +33,13 @@ def main(argv=None):
         d = datasets.load_shift(name)
         train = 2000 if name == "marketing" else 200
         size = args.sample_size if name == "marketing" else 60
-        df = diagnostic_study(d, n_samples=args.n_samples, sample_size=size, train_size=train, random_state=0)
-        df.insert(0, "dataset", name)
-        df.insert(1, "sample_size", size)
-        frames.append(df)
+        for seed in args.seeds:
+            df = diagnostic_study(d, n_samples=args.n_samples, sample_size=size, train_size=train,
+                                  random_state=seed)
+            df.insert(0, "dataset", name)
+            df.insert(1, "sample_size", size)
+            df.insert(2, "seed", seed)
+            frames.append(df)
         print(name, f"{time.perf_counter() - t0:.0f} s", flush=True)
     out = pd.concat(frames, ignore_index=True)
     wall = time.perf_counter() - t0
