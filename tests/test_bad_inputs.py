@@ -817,6 +817,65 @@ add("PriorShift(n_test_draws=0)", lambda: _pps(n_test_draws=0), Err("n_test_draw
 add("PriorShift(n_train_draws=2.5)", lambda: _pps(train_prevalences=None, n_train_draws=2.5), Err("n_train_draws"))
 
 
+# ------------------------------------------------------------------------------------------ issue 22: your files
+def _yd(tmp=None):
+    """A small model, V and batch as files/frames for capshift.estimate's bad inputs."""
+    import tempfile
+
+    import skops.io as sio
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    d = Path(tmp or tempfile.mkdtemp())
+    X, y = gaussians(200, 2, seed=3)
+    V = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]).assign(y=y)
+    bare = LogisticRegression().fit(V.drop(columns="y"), y)
+    sio.dump(make_pipeline(StandardScaler(), LogisticRegression()).fit(V.drop(columns="y"), y), d / "m.skops")
+    sio.dump(bare, d / "bare.skops")
+    (d / "m.pkl").write_bytes(__import__("pickle").dumps(bare))
+    (d / "junk.skops").write_text("not a zip")
+    V.to_csv(d / "val.csv", index=False)
+    return d, V
+
+
+def _est(model="m.skops", V=None, label="y", batches=None, **kw):
+    from capshift import estimate as _e
+    d, V0 = _yd()
+    V = V0 if V is None else V
+    batches = [V0.drop(columns="y").iloc[:50]] if batches is None else batches
+    return _e.estimate(d / model if isinstance(model, str) else model, V, label, batches, methods=["Naive"],
+                       n_cal=20, n_splits=2, **kw)
+
+
+_YDV = _yd()[1]
+add("estimate(model file of the wrong format)", lambda: _est("junk.skops"), Err("not a skops file"))
+add("estimate(model with a .txt suffix)", lambda: _est("val.csv"), Err("suffix"))
+add("estimate(pickle without trust_pickle)", lambda: _est("m.pkl"), Err("trust_pickle"))
+add("estimate(pickle with trust_pickle)", lambda: float(_est("m.pkl", trust_pickle=True).table["estimate"].iloc[0]),
+    Ok(in01, "an estimate"))
+add("estimate(label column missing)", lambda: _est(label="nope"), Err("label.*no column 'nope'"))
+add("estimate(unlabelled columns differ from the model's features)",
+    lambda: _est(batches=[_YDV.drop(columns=["y", "f0"]).iloc[:50]]), Err("differ from the model's features.*f0"))
+add("estimate(a class in V the model does not know)",
+    lambda: _est(V=_YDV.assign(y=np.where(np.arange(len(_YDV)) < 5, 7, _YDV["y"]))), Err("does not know"))
+add("estimate(empty batch)", lambda: _est(batches=[_YDV.drop(columns="y").iloc[:0]]), Err("empty"))
+add("estimate(batch below min_batch)", lambda: _est(batches=[_YDV.drop(columns="y").iloc[:10]], min_batch=30),
+    Ok(lambda r: "below min_batch=30" in r.table["note"].iloc[0] and in01(r.table["estimate"].iloc[0])
+       and r.table["lower"].iloc[0] <= r.table["upper"].iloc[0], "estimate and interval, with a note"))
+add("estimate(non-numeric features without a pipeline)",
+    lambda: _est("bare.skops", V=_YDV.assign(f0=_YDV["f0"].astype(str) + "x"),
+                 batches=[_YDV.drop(columns="y").assign(f0="a").iloc[:50]]), Err("non-numeric.*not a pipeline"))
+add("estimate(a path that does not exist)", lambda: _est(batches="/nonexistent/batches/"),
+    Err("does not exist", (FileNotFoundError,)))
+add("estimate(model path that does not exist)", lambda: _est("missing.skops"), Err("does not exist", (FileNotFoundError,)))
+add("estimate(methods=['nope'])", lambda: __import__("capshift.estimate", fromlist=["x"]).estimate(
+    _yd()[0] / "m.skops", _YDV, "y", [_YDV.iloc[:50]], methods=["nope"]), Err("unknown method"))
+add("read_batches(chunk_size and timestamp)",
+    lambda: __import__("capshift.estimate", fromlist=["x"]).read_batches(_YDV, chunk_size=5, timestamp="t", period="W"),
+    Err("one of them"))
+add("pps_check.pps_test(prevalence of the wrong length)",
+    lambda: __import__("capshift.pps_check", fromlist=["x"]).pps_test(Z, Z, YP, [0.2, 0.3, 0.5]), Err("y_val|prevalence"))
+
+
 # ------------------------------------------------------------------------------------------ running
 def outcome(f, expect) -> tuple[str, str]:
     """(category, detail): 'clear error', 'documented result', 'documented warning' (a result with the promised

@@ -76,3 +76,42 @@ def test_help_and_unknown_dataset_errors_list_the_offline_datasets(capsys, tmp_p
         cli.main(["run", "--datasets", "habermann", "--results", "R"])
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert exc.value.code == 2 and "habermann" in err and all(name in err for name in offline)
+
+
+def _estimate_files(tmp_path):
+    import numpy as np
+    import pandas as pd
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] + rng.normal(scale=0.5, size=400) > 0).astype(int)
+    V = pd.DataFrame(X, columns=["a", "b"]).assign(y=y)
+    sio.dump(LogisticRegression().fit(V[["a", "b"]], y), tmp_path / "m.skops")
+    V.iloc[:200].to_csv(tmp_path / "val.csv", index=False)
+    V.iloc[200:].drop(columns="y").to_parquet(tmp_path / "stream.parquet", index=False)
+    return ["estimate", "--model", str(tmp_path / "m.skops"), "--validation", str(tmp_path / "val.csv"),
+            "--label", "y", "--methods", "Naive", "--no-progress"]
+
+
+def test_estimate_writes_the_table_and_the_plot(tmp_path, capsys):
+    args = _estimate_files(tmp_path) + ["--unlabelled", str(tmp_path / "stream.parquet"), "--chunk-size", "50",
+                                        "--out", str(tmp_path / "t.parquet")]
+    assert cli.main(args) == 0
+    import pandas as pd
+    t = pd.read_parquet(tmp_path / "t.parquet")
+    assert len(t) == 4 and {"estimate", "lower", "upper", "pps", "alert"} <= set(t.columns)
+    assert (tmp_path / "t.png").stat().st_size > 0
+    assert "4 batches" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", [["--unlabelled", "/nonexistent"], ["--unlabelled", "STREAM", "--label", "nope"]])
+def test_estimate_bad_input_is_one_line_status_2_and_writes_nothing(bad, tmp_path, capsys):
+    args = _estimate_files(tmp_path) + [a.replace("STREAM", str(tmp_path / "stream.parquet")) for a in bad]
+    args += ["--out", str(tmp_path / "t.csv")]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(err) and err[-1].startswith("capshift estimate: error:")
+    assert not (tmp_path / "t.csv").exists() and not (tmp_path / "t.png").exists()

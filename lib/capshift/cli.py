@@ -6,7 +6,9 @@ Subcommands:
   (:func:`capshift.grid.run_grid`, :func:`capshift.grid.load_results`); ``python -m capshift.experiment
   run|summary ...`` is the same (:func:`grid_main`);
 - ``capshift build|chapter|check|colab ...``: execute the book's chapters and build the HTML (the book runner,
-  :mod:`capshift.book`; ``python -m capshift.book ...`` is the same).
+  :mod:`capshift.book`; ``python -m capshift.book ...`` is the same);
+- ``capshift estimate ...``: a deployed model's accuracy on batches of unlabelled data, from files
+  (:func:`capshift.estimate.estimate`), written as a per-batch table and a plot.
 
 Bad arguments exit with status 2 and a one-line message, no traceback.
 """
@@ -19,12 +21,14 @@ import warnings
 
 from . import book
 from . import datasets as _datasets
+from . import estimate as _estimate
+from . import plots as _plots
 from .classifiers import CLASSIFIERS
 from .experiment import DEFAULT_METHODS
 from .grid import DEFAULT_CELL_TIMEOUT, FailedCellsWarning, load_results, run_grid
 from .leap import DEFAULT_SOLVER, SOLVERS
 
-__all__ = ["main", "grid_main", "add_grid_commands", "run_grid_command"]
+__all__ = ["main", "grid_main", "add_grid_commands", "run_grid_command", "add_estimate_command", "estimate_command"]
 
 GRID_COMMANDS = ("run", "summary")
 
@@ -124,6 +128,68 @@ def _print_failed(failed: list) -> None:
             print(f"  {f['dataset']} / {f['classifier']} / {f['method']}: {f['reason']}", file=sys.stderr)
 
 
+# ---- estimate ----
+def add_estimate_command(sub) -> argparse.ArgumentParser:
+    """Add ``estimate`` (:func:`capshift.estimate.estimate` on files) to an ``add_subparsers()`` object."""
+    e = sub.add_parser("estimate", help="estimate a model's accuracy on batches of unlabelled data",
+                       description="Estimate a fitted model's accuracy (or F1) on each batch of unlabelled data with "
+                                   "CAP methods, with a prediction interval, a PPS diagnostic and alerts; write the "
+                                   "per-batch table (CSV or Parquet) and a plot (PNG).")
+    e.add_argument("--model", required=True, help="fitted model: .skops (or .pkl/.joblib with --trust-pickle)")
+    e.add_argument("--validation", required=True, help="labelled validation data, CSV or Parquet")
+    e.add_argument("--label", required=True, help="name of the label column")
+    e.add_argument("--unlabelled", required=True, help="a CSV/Parquet file, or a directory of them (one batch each)")
+    e.add_argument("--chunk-size", type=int, default=None, help="cut one file into batches of this many rows")
+    e.add_argument("--timestamp", default=None, help="cut one file by this date column (with --period)")
+    e.add_argument("--period", default=None, help="pandas period of --timestamp: D, W, M, ...")
+    e.add_argument("--methods", nargs="+", default=list(_estimate.DEFAULT_METHODS), metavar="NAME",
+                   help="CAP methods of capshift.registry (default: %(default)s)")
+    e.add_argument("--measure", default="accuracy", choices=_estimate.MEASURES)
+    e.add_argument("--interval", type=float, default=0.95, help="level of the prediction interval (default 0.95)")
+    e.add_argument("--threshold", type=float, default=None, help="alert when an estimate is below this value")
+    e.add_argument("--min-batch", type=int, default=30, help="smaller batches get a note (default 30)")
+    e.add_argument("--trust-pickle", action="store_true", help="allow a joblib/pickle model (pickle runs code)")
+    e.add_argument("--trust", nargs="+", default=None, metavar="TYPE", help="extra types to trust in a .skops file")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--out", required=True, help="per-batch table: .csv or .parquet")
+    e.add_argument("--plot", default=None, help="plot file (.png; default: --out with suffix .png)")
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.set_defaults(estimate_parser=e)
+    return e
+
+
+def estimate_command(args: argparse.Namespace) -> int:
+    """Carry out ``estimate``: bad input exits with status 2 and one line, before anything is written."""
+    from pathlib import Path
+    err = args.estimate_parser.error
+    out = Path(args.out)
+    plot = Path(args.plot) if args.plot else out.with_suffix(".png")
+    if out.suffix.lower() not in (".csv", ".parquet"):
+        err(f"--out must end in .csv or .parquet, got {out.name!r}")
+    if plot.suffix.lower() != ".png":
+        err(f"--plot must end in .png, got {plot.name!r}")
+    try:
+        res = _estimate.estimate(args.model, args.validation, args.label, args.unlabelled, methods=args.methods,
+                                 measure=args.measure, interval=args.interval, threshold=args.threshold,
+                                 min_batch=args.min_batch, chunk_size=args.chunk_size, timestamp=args.timestamp,
+                                 period=args.period, trust_pickle=args.trust_pickle, trusted=args.trust,
+                                 random_state=args.seed, progress=not args.no_progress)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        err(str(exc).splitlines()[0])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix.lower() == ".csv":
+        res.table.to_csv(out, index=False)
+    else:
+        res.table.to_parquet(out, index=False)
+    _plots.estimate_band(res.table, res.measure, res.threshold).savefig(plot, dpi=120)
+    n_doubt = res.table.loc[res.table["pps"] == _estimate.PPS_DOUBTFUL, "batch"].nunique()
+    n_alert = res.table.loc[res.table["alert"], "batch"].nunique()
+    print(f"{res.table['batch'].nunique()} batches, {len(res.table)} rows -> {out}; plot -> {plot}; "
+          f"{n_alert} batch(es) alerted, {n_doubt} PPS doubtful ({res.seconds:.1f} s)")
+    return 0
+
+
 def _parser(prog: str, book_commands: bool) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     p = argparse.ArgumentParser(prog=prog, description="Run a resumable grid of CAP experiments (datasets x "
                                 "classifiers x methods) into a results directory of parquet files"
@@ -132,6 +198,7 @@ def _parser(prog: str, book_commands: bool) -> tuple[argparse.ArgumentParser, ar
     run_parser = add_grid_commands(sub)
     if book_commands:
         book.add_commands(sub)
+        add_estimate_command(sub)
     return p, run_parser
 
 
@@ -142,11 +209,14 @@ def grid_main(argv=None, prog: str = "capshift") -> int:
 
 
 def main(argv=None) -> int:
-    """The ``capshift`` console script: ``run``, ``summary``, ``build``, ``chapter``, ``check``, ``colab``."""
+    """The ``capshift`` console script: ``run``, ``summary``, ``build``, ``chapter``, ``check``, ``colab``,
+    ``estimate``."""
     parser, run_parser = _parser("capshift", book_commands=True)
     args = parser.parse_args(argv)
     if args.command in GRID_COMMANDS:
         return run_grid_command(args, parser, run_parser)
+    if args.command == "estimate":
+        return estimate_command(args)
     args.cmd = args.command  # the book runner's name for it
     return book.run_command(args)
 

@@ -5,6 +5,8 @@
   V's and the sample's prevalence (LEAP 2025, Fig. 6).
 - :func:`shift_boxplots`: AE by degree of shift per method, for the dataset-shift protocols (González
   et al., DMKD 2024, Figs. 6-12).
+- :func:`estimate_band`: per-batch estimates with their interval band, the true value where labels exist, the
+  alert threshold, alerted and PPS-doubtful batches (the table of :func:`capshift.estimate.estimate`).
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-__all__ = ["diagonal_plot", "error_by_shift", "shift_boxplots"]
+__all__ = ["diagonal_plot", "error_by_shift", "shift_boxplots", "estimate_band"]
 
 
 def _check(results: pd.DataFrame, measure: str) -> pd.DataFrame:
@@ -102,3 +104,40 @@ def shift_boxplots(results: pd.DataFrame, x: str = "degree", methods=None, hue: 
     g.set_titles("{col_name}")
     g.set_axis_labels(f"degree of shift ({x})" if x != "degree" else "degree of shift", ylabel)
     return g
+
+
+def estimate_band(table: pd.DataFrame, measure: str = "accuracy", threshold: float | None = None, ax=None):
+    """Estimated ``measure`` per batch (one line and interval band per method), the true value where the table
+    has a ``true`` column, the alert ``threshold`` (dashed), alerted batches (red dots) and batches flagged
+    "PPS doubtful" (grey background). ``table``: :attr:`capshift.estimate.Estimation.table`. Returns the figure.
+    ValueError for a table without the columns batch, method, estimate, lower, upper, pps, alert."""
+    need = {"batch", "method", "estimate", "lower", "upper", "pps", "alert"}
+    if not isinstance(table, pd.DataFrame) or not need <= set(table.columns):
+        raise ValueError(f"table must be the table of capshift.estimate.estimate, with columns {sorted(need)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.6))
+    batches = list(dict.fromkeys(table["batch"]))
+    pos = {b: i for i, b in enumerate(batches)}
+    doubtful = table.loc[table["pps"].str.startswith("PPS doubtful"), "batch"].unique()
+    for k, b in enumerate(doubtful):
+        ax.axvspan(pos[b] - 0.5, pos[b] + 0.5, color="0.88", zorder=0, label="PPS doubtful" if k == 0 else None)
+    for i, (m, g) in enumerate(table.groupby("method", sort=False)):
+        x = g["batch"].map(pos).to_numpy()
+        c = f"C{i}"
+        ax.fill_between(x, g["lower"], g["upper"], color=c, alpha=0.18, lw=0)
+        ax.plot(x, g["estimate"], "-o", color=c, ms=3, label=f"{m} (interval band)")
+        al = g[g["alert"]]
+        ax.plot(al["batch"].map(pos), al["estimate"], "o", color="red", ms=6, mfc="none",
+                label="alert" if i == 0 else None)
+    if "true" in table.columns:
+        t = table.drop_duplicates("batch").dropna(subset=["true"])
+        ax.plot(t["batch"].map(pos), t["true"], "k--", lw=1.2, marker="x", ms=4, label=f"true {measure}")
+    if threshold is not None:
+        ax.axhline(threshold, color="red", ls=":", lw=1, label="threshold")
+    step = max(1, len(batches) // 10)
+    ax.set_xticks(range(0, len(batches), step), [batches[i] for i in range(0, len(batches), step)], rotation=30,
+                  ha="right", fontsize=8)
+    ax.set_ylabel(measure)
+    ax.legend(fontsize=7, ncol=3, loc="best")
+    ax.figure.tight_layout()
+    return ax.figure

@@ -1,0 +1,560 @@
+"""Your own model, your own data: estimate a deployed classifier's accuracy batch by batch from files.
+
+:func:`estimate` is what ``capshift estimate`` and the book's ``your_data`` chapter run. Inputs:
+
+- a fitted scikit-learn model: an object, or a file -- skops (``.skops``, :mod:`skops.io`: loading runs no
+  code; types outside skops' trusted defaults must be named in ``trusted``), or joblib/pickle (``.pkl``,
+  ``.pickle``, ``.joblib``) only with ``trust_pickle=True``, because unpickling runs arbitrary code;
+- a labelled validation set V: a DataFrame or a CSV / Parquet file, with the label in column ``label``;
+- unlabelled data: a DataFrame or list of DataFrames, a CSV / Parquet file, or a directory of such files (one batch
+  per file, in name order); a single table is cut into batches of ``chunk_size`` rows, or by a ``timestamp``
+  column into calendar ``period`` s (pandas period aliases: "D", "W", "M", ...), as NannyML chunks. A batch that
+  carries the label column gets its true value too (for checking the estimates; never used by them).
+
+For every batch and every CAP method of :mod:`capshift.registry`: the estimate of the measure, its
+``predict_interval`` at level ``interval``, the PPS diagnostic of :mod:`capshift.pps_check` (a classifier
+two-sample test of the batch against V reweighted to the batch's estimated prevalence; a batch whose p-value is
+below ``pps_level`` is flagged "PPS doubtful: estimate unreliable"), and an alert when the estimate is below
+``threshold``. A model that is a scikit-learn ``Pipeline`` is split into its preprocessing (applied to every
+table: the CAP methods and the diagnostic read the transformed features) and its final classifier h; a bare
+model must take numeric features. Classes are those of h (``classes_``), in their order; labels are matched to
+them by value.
+
+Bad input raises ValueError / TypeError / FileNotFoundError with one line naming the argument, before any
+output is written. The study of the diagnostic's size and power is :func:`diagnostic_study`.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.pipeline import Pipeline
+from sklearn.utils.metaestimators import available_if
+from tqdm.auto import tqdm
+
+from . import datasets, registry, shift
+from ._validation import check_fraction, check_int, check_seed
+from .pps_check import DEFAULT_LEVEL, pps_test
+from .quantifiers import Quantifier
+from .tables import contingency_table, get_measure
+
+__all__ = ["load_model", "read_table", "read_batches", "prepare", "estimate", "Estimation", "CodedClassifier",
+           "PICKLE_SUFFIXES", "TABLE_SUFFIXES", "PPS_DOUBTFUL", "DEFAULT_METHODS", "MEASURES",
+           "Example", "example_stream", "diagnostic_study"]
+
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+PPS_DOUBTFUL = "PPS doubtful: estimate unreliable"
+DEFAULT_METHODS = ("O-LEAP_KDEy",)
+#: The measures offered (names of capshift.tables.MEASURES).
+MEASURES = ("accuracy", "f1", "macro_f1")
+
+
+# ------------------------------------------------------------------------------------------------ inputs
+def _path(p, name: str) -> Path:
+    if not isinstance(p, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path), got {type(p).__name__}")
+    path = Path(p).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(f"{name}: {str(p)!r} does not exist; give the path of an existing file"
+                                + (" or directory" if name == "unlabelled" else ""))
+    return path
+
+
+def load_model(model, trust_pickle: bool = False, trusted=None):
+    """A fitted scikit-learn classifier from ``model``: an object (returned as is) or a file path.
+
+    ``.skops`` files are loaded with :func:`skops.io.load`, trusting skops' defaults plus the type names in
+    ``trusted`` (a list of str); joblib/pickle files (``.pkl``, ``.pickle``, ``.joblib``) only with
+    ``trust_pickle=True`` (unpickling runs code). Raises FileNotFoundError for a missing file, ValueError for
+    another suffix, a file that is not what its suffix says, untrusted skops types or a refused pickle, TypeError
+    for an object without ``predict``.
+    """
+    if not isinstance(trust_pickle, bool):
+        raise TypeError(f"trust_pickle must be True or False, got {trust_pickle!r}")
+    if isinstance(model, (str, os.PathLike)):
+        path = _path(model, "model")
+        suffix = path.suffix.lower()
+        if suffix == ".skops":
+            import skops.io as sio
+            try:
+                untrusted = sio.get_untrusted_types(file=path)
+            except Exception as exc:  # noqa: BLE001 - a zip or schema error of any kind: not a skops file
+                raise ValueError(f"model: {path} is not a skops file ({type(exc).__name__}: {exc}); save the "
+                                 "model with skops.io.dump(model, path)") from None
+            extra = sorted(set(untrusted) - set(trusted or []))
+            if extra:
+                raise ValueError(f"model: {path} holds types skops does not trust by default: {extra}; if you "
+                                 "trust them, pass them (trusted=[...], --trust TYPE)")
+            model = sio.load(path, trusted=list(untrusted))
+        elif suffix in PICKLE_SUFFIXES:
+            if not trust_pickle:
+                raise ValueError(f"model: {path} is a pickle; loading a pickle runs arbitrary code, so it is refused "
+                                 "unless you trust the file: pass trust_pickle=True (--trust-pickle), or save the "
+                                 "model with skops.io.dump")
+            import joblib
+            try:
+                model = joblib.load(path)
+            except (pickle.UnpicklingError, EOFError, ValueError, KeyError, IndexError) as exc:
+                raise ValueError(f"model: {path} is not a joblib/pickle file ({type(exc).__name__}: {exc})") from None
+        else:
+            raise ValueError(f"model: {path} has suffix {suffix or '(none)'!r}; use a skops file (.skops) or, with "
+                             f"trust_pickle=True, a joblib/pickle file ({', '.join(PICKLE_SUFFIXES)})")
+    if not hasattr(model, "predict") or not hasattr(model, "classes_"):
+        raise TypeError(f"model must be a fitted scikit-learn classifier (predict and classes_), got "
+                        f"{type(model).__name__}")
+    return model
+
+
+def read_table(table, name: str) -> pd.DataFrame:
+    """A DataFrame from a DataFrame or a CSV / Parquet file (by suffix). Raises FileNotFoundError,
+    ValueError (other suffix, unreadable or empty file) or TypeError, naming ``name``."""
+    if isinstance(table, pd.DataFrame):
+        return table
+    path = _path(table, name)
+    if path.is_dir():
+        raise ValueError(f"{name}: {path} is a directory; give a CSV or Parquet file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            df = pd.read_csv(path)
+        elif suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+        else:
+            raise ValueError(f"{name}: {path} has suffix {suffix or '(none)'!r}; give a CSV (.csv) or Parquet "
+                             "(.parquet) file")
+    except pd.errors.EmptyDataError:
+        df = pd.DataFrame()
+    except (ValueError, OSError) as exc:
+        if str(exc).startswith(name):
+            raise
+        raise ValueError(f"{name}: {path} could not be read as {suffix[1:]} ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0]})") from None
+    return df
+
+
+def read_batches(unlabelled, chunk_size: int | None = None, timestamp: str | None = None,
+                 period: str | None = None) -> list[tuple[str, pd.DataFrame]]:
+    """The batches, as ``[(name, DataFrame), ...]`` in stream order.
+
+    ``unlabelled``: a DataFrame, a list of DataFrames, a CSV/Parquet file or a directory of them (each file a
+    batch, sorted by name). A single table is cut by ``chunk_size`` (consecutive rows; the last chunk may be
+    smaller) or by ``timestamp`` and ``period`` (rows grouped by calendar period, in time order); neither: the
+    table is one batch. Raises ValueError for both rules at once, a period without a timestamp column (or the
+    reverse), an unknown period, a missing timestamp column, an empty directory or an empty batch.
+    """
+    if chunk_size is not None and timestamp is not None:
+        raise ValueError("chunk_size and timestamp are two chunking rules: give one of them")
+    if (timestamp is None) != (period is None):
+        raise ValueError("timestamp and period go together: give the timestamp column and a period such as 'W'")
+    if chunk_size is not None:
+        chunk_size = check_int(chunk_size, "chunk_size")
+    if isinstance(unlabelled, (list, tuple)):
+        if not unlabelled:
+            raise ValueError("unlabelled is an empty list: pass at least one batch")
+        batches = [(f"batch {i + 1}", read_table(b, f"unlabelled[{i}]")) for i, b in enumerate(unlabelled)]
+    elif isinstance(unlabelled, pd.DataFrame):
+        batches = None
+        table = unlabelled
+    else:
+        path = _path(unlabelled, "unlabelled")
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix.lower() in TABLE_SUFFIXES)
+            if not files:
+                raise ValueError(f"unlabelled: the directory {path} holds no CSV or Parquet file")
+            batches = [(p.stem, read_table(p, f"unlabelled ({p.name})")) for p in files]
+        else:
+            batches = None
+            table = read_table(path, "unlabelled")
+    if batches is not None:
+        if chunk_size is not None or timestamp is not None:
+            raise ValueError("chunk_size / timestamp cut one table into batches: with several batch files, leave "
+                             "them out")
+    elif chunk_size is not None:
+        batches = [(f"rows {s}-{min(s + chunk_size, len(table)) - 1}", table.iloc[s:s + chunk_size])
+                   for s in range(0, len(table), chunk_size)] or [("rows", table)]
+    elif timestamp is not None:
+        if timestamp not in table.columns:
+            raise ValueError(f"timestamp: no column {timestamp!r} in unlabelled; its columns are {list(table.columns)}")
+        try:
+            when = pd.to_datetime(table[timestamp]).dt.to_period(period)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"timestamp/period: cannot cut column {timestamp!r} into periods {period!r} "
+                             f"({str(exc).splitlines()[0]}); use a date column and a pandas period such as 'D', "
+                             "'W' or 'M'") from None
+        batches = [(str(p), g) for p, g in table.groupby(when, sort=True)] or [("all", table)]
+    else:
+        batches = [("all", table)]
+    for name, b in batches:
+        if len(b) == 0:
+            raise ValueError(f"unlabelled: batch {name!r} is empty: every batch needs at least one item")
+    return batches
+
+
+class CodedClassifier(ClassifierMixin, BaseEstimator):
+    """A fitted classifier h seen through class codes 0..n-1 (what the CAP methods require): ``classes_`` is
+    ``arange(n)``, ``predict`` returns the index of h's class in ``h.classes_``, ``predict_proba`` is h's.
+    ``columns``: h's feature names, restored on the arrays it receives (h was fitted on a DataFrame)."""
+
+    def __init__(self, classifier, columns=None):
+        self.classifier = classifier
+        self.columns = columns
+        self.classes_ = np.arange(len(classifier.classes_))
+
+    def fit(self, X, y):
+        raise TypeError("CodedClassifier wraps an already-trained classifier: CAP methods never refit h")
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+    def _frame(self, X):
+        return pd.DataFrame(X, columns=self.columns) if self.columns is not None else X
+
+    def predict(self, X):
+        return np.searchsorted(self.classifier.classes_, self.classifier.predict(self._frame(X))).astype(np.int64)
+
+    @available_if(lambda self: hasattr(self.classifier, "predict_proba"))
+    def predict_proba(self, X):
+        return self.classifier.predict_proba(self._frame(X))
+
+
+@dataclass
+class Prepared:
+    """Inputs validated and put in the CAP methods' form: ``h`` (a :class:`CodedClassifier`), ``transform``
+    (table -> numeric features), ``features`` (column names), ``classes`` (h's), ``X_val`` / ``y_val`` (codes)."""
+
+    h: object
+    transform: object
+    features: list
+    classes: np.ndarray
+    X_val: np.ndarray
+    y_val: np.ndarray
+    label: str
+    timestamp: str | None = None
+
+    def features_of(self, batch: pd.DataFrame, name: str):
+        """The batch's numeric features; ValueError if its columns differ from the model's features."""
+        cols = [c for c in batch.columns if c not in (self.label, self.timestamp)]
+        missing = [c for c in self.features if c not in cols]
+        extra = [c for c in cols if c not in self.features]
+        if missing or extra:
+            raise ValueError(f"unlabelled: batch {name!r} has columns that differ from the model's features: "
+                             + "; ".join(s for s in (f"missing {missing}" if missing else "",
+                                                     f"unexpected {extra}" if extra else "") if s)
+                             + f" (the model's features: {self.features})")
+        return self.transform(batch[self.features], f"batch {name!r}")
+
+    def labels_of(self, frame: pd.DataFrame, name: str):
+        """Class codes of ``frame[label]`` (ValueError naming a class h does not know)."""
+        y = frame[self.label].to_numpy()
+        known = np.isin(y, self.classes)
+        if not known.all():
+            bad = sorted(pd.unique(y[~known]).tolist(), key=str)[:5]
+            raise ValueError(f"{name}: label column {self.label!r} holds class(es) {bad} that the model does not "
+                             f"know; the model's classes are {self.classes.tolist()}")
+        return np.searchsorted(self.classes, y).astype(np.int64)
+
+
+def prepare(model, validation, label: str, timestamp: str | None = None, trust_pickle: bool = False,
+            trusted=None) -> Prepared:
+    """Load and check the model and V (see the module doc). Raises ValueError/TypeError naming the argument:
+    a missing label column, V's columns not the model's features, a class of V the model does not know,
+    non-numeric features without a pipeline, NaN in V's features."""
+    if not isinstance(label, str):
+        raise TypeError(f"label must be the name of V's label column (a str), got {label!r}")
+    model = load_model(model, trust_pickle=trust_pickle, trusted=trusted)
+    V = read_table(validation, "validation")
+    if label not in V.columns:
+        raise ValueError(f"label: no column {label!r} in the validation data; its columns are {list(V.columns)}")
+    features = [c for c in V.columns if c not in (label, timestamp)]
+    if not features:
+        raise ValueError("validation: no feature column besides the label")
+    pipe = isinstance(model, Pipeline) and len(model.steps) > 1
+    h = model[-1] if pipe else model
+    named = getattr(model, "feature_names_in_", None)
+    if named is not None and set(map(str, named)) != set(map(str, features)):
+        miss = [c for c in named if c not in features]
+        extra = [c for c in features if c not in list(named)]
+        raise ValueError(f"validation: its columns differ from the model's features ({'missing ' + str(miss) if miss else ''}"
+                         f"{'; ' if miss and extra else ''}{'unexpected ' + str(extra) if extra else ''}); the model "
+                         f"was trained on {list(named)}")
+    if named is not None:
+        features = [str(c) for c in named]
+    if pipe:
+        pre = model[:-1]
+
+        def transform(frame, name):
+            try:
+                out = pre.transform(frame)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"{name}: the model's preprocessing failed ({str(exc).splitlines()[0]})") from None
+            return out.to_numpy(dtype=float) if hasattr(out, "to_numpy") else out
+        columns = None
+    else:
+        def transform(frame, name):
+            bad = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+            if bad:
+                raise ValueError(f"{name}: non-numeric feature column(s) {bad[:5]} and the model is not a pipeline; "
+                                 "encode them, or save a scikit-learn Pipeline that does (e.g. with a OneHotEncoder)")
+            arr = frame.to_numpy(dtype=float)
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"{name}: missing or infinite feature values; impute them, or save a Pipeline "
+                                 "that does")
+            return arr
+        columns = features if getattr(h, "feature_names_in_", None) is not None else None
+    prep = Prepared(CodedClassifier(h, columns), transform, features, np.asarray(h.classes_), None, None, label,
+                    timestamp)
+    if len(prep.classes) < 2:
+        raise ValueError(f"model: it knows {len(prep.classes)} class; CAP needs a classifier of at least 2 classes")
+    prep.y_val = prep.labels_of(V, "validation")
+    prep.X_val = transform(V[features], "validation")
+    return prep
+
+
+# ------------------------------------------------------------------------------------------------ estimation
+@dataclass
+class Estimation:
+    """What :func:`estimate` returns: ``table`` (one row per batch and method: batch, items, method, estimate,
+    lower, upper, pps_auc, pps_pvalue, pps, alert, note, and ``true`` when the batch has labels), ``tables``
+    (batch -> method -> estimated contingency table (n, n), rows true, columns predicted, for table methods),
+    ``true_tables`` (batch -> true table, labelled batches), ``classes``, ``validation_value`` (h's measure on
+    V), ``measure``, ``interval``, ``threshold``, ``seconds``."""
+
+    table: pd.DataFrame
+    tables: dict
+    true_tables: dict
+    classes: list
+    validation_value: float
+    measure: str
+    interval: float
+    threshold: float | None
+    seconds: float = 0.0
+    notes: list = field(default_factory=list)
+
+
+def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS, measure: str = "accuracy",
+             interval: float = 0.95, threshold: float | None = None, min_batch: int = 30, chunk_size=None,
+             timestamp=None, period=None, pps_level: float = DEFAULT_LEVEL, trust_pickle: bool = False,
+             trusted=None, n_cal: int = 200, n_splits: int = 4, random_state: int = 0,
+             progress: bool = False) -> Estimation:
+    """Estimate ``measure`` of ``model`` on every batch of ``unlabelled`` (see the module doc).
+
+    ``methods``: registry names (:func:`capshift.registry.names`); ``measure``: "accuracy", "f1" (binary) or
+    "macro_f1"; ``interval``: level of the prediction interval (``predict_interval`` with alpha = 1 - interval;
+    its calibration uses ``n_splits`` halvings of V and ``n_cal`` samples, fewer than the library's default 10 and
+    500 so that a stream of batches stays quick); ``threshold``: alert when an estimate is below it (None: no
+    alerts); ``min_batch``: batches with fewer items still get an estimate and an interval, with a note;
+    ``pps_level``: the diagnostic's false-alarm rate (stratified by h's posteriors when h has ``predict_proba``).
+    The diagnostic's q-hat is KDEy-ML's (a surrogate on the
+    features, shared with the LEAP-family methods). Returns an :class:`Estimation`; raises ValueError /
+    TypeError / FileNotFoundError (one line, naming the argument) on bad input, before any estimate.
+    """
+    import time
+    t0 = time.perf_counter()
+    if isinstance(methods, str):
+        methods = [methods]
+    methods = [registry.get(m).name for m in methods]
+    if not methods:
+        raise ValueError("methods is empty: name at least one CAP method of capshift.registry")
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {list(MEASURES)}, got {measure!r}")
+    interval = check_fraction(interval, "interval")
+    if threshold is not None:
+        threshold = check_fraction(threshold, "threshold", closed="both")
+    min_batch = check_int(min_batch, "min_batch")
+    pps_level = check_fraction(pps_level, "pps_level")
+    seed = check_seed(random_state, "random_state")
+    prep = prepare(model, validation, label, timestamp=timestamp, trust_pickle=trust_pickle, trusted=trusted)
+    n = len(prep.classes)
+    if measure == "f1" and n != 2:
+        raise ValueError(f"measure 'f1' is binary; the model has {n} classes: use 'macro_f1'")
+    batches = read_batches(unlabelled, chunk_size=chunk_size, timestamp=timestamp, period=period)
+    feats = [(name, prep.features_of(b, name)) for name, b in batches]  # every batch checked before any estimate
+    truths = {name: prep.labels_of(b, f"batch {name!r}") for name, b in batches if label in b.columns}
+    f_measure = get_measure(measure)
+    val_value = float(f_measure(contingency_table(prep.y_val, prep.h.predict(prep.X_val), n)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's convergence chatter; capshift's own warnings are kept below
+        warnings.simplefilter("default", UserWarning)
+        q = Quantifier("kdey", prep.h, random_state=seed).fit(prep.X_val, prep.y_val, n)
+        ests = {}
+        for m in methods:
+            spec = registry.get(m)
+            kw = {"quantifier": q} if str(spec.params.get("quantifier", "")).lower() == "kdey" else {}
+            est = registry.make_method(m, prep.h, random_state=seed, **kw)
+            est.interval_params = {**est.interval_params, "n_cal": check_int(n_cal, "n_cal"),
+                                   "n_splits": check_int(n_splits, "n_splits")}
+            if not est.supports(measure):
+                raise ValueError(f"method {m!r} does not estimate {measure!r}; choose another method or measure")
+            ests[m] = est.fit(prep.X_val, prep.y_val)
+    rows, tables, true_tables, notes = [], {}, {}, []
+    proba = hasattr(prep.h, "predict_proba")
+    P_val = prep.h.predict_proba(prep.X_val) if proba else None
+    for name, X in tqdm(feats, desc="batches", unit="batch", disable=not progress):
+        qhat = q.quantify(X)
+        test = pps_test(X, prep.X_val, prep.y_val, qhat, level=pps_level, random_state=seed,
+                        posteriors_batch=prep.h.predict_proba(X) if proba else None, posteriors_val=P_val)
+        note = []
+        if X.shape[0] < min_batch:
+            note.append(f"{X.shape[0]} items, below min_batch={min_batch}: a wide interval")
+        if test.note:
+            note.append(test.note)
+        true = None
+        if name in truths:
+            true_tables[name] = contingency_table(truths[name], prep.h.predict(X), n)
+            true = float(f_measure(true_tables[name]))
+        tables[name] = {}
+        for m, est in ests.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                value = float(est.predict(X, measure=measure))
+                lo, hi = est.predict_interval(X, alpha=1 - interval, measure=measure)
+                if est.estimates_tables:
+                    tables[name][m] = est.predict_table(X)
+            row = {"batch": name, "items": int(X.shape[0]), "method": m, "estimate": value, "lower": lo,
+                   "upper": hi, "pps_auc": test.auc, "pps_pvalue": test.pvalue,
+                   "pps": PPS_DOUBTFUL if test.doubtful else ("not tested" if np.isnan(test.pvalue) else "plausible"),
+                   "alert": bool(threshold is not None and value < threshold), "note": "; ".join(note)}
+            if truths:
+                row["true"] = np.nan if true is None else true
+            rows.append(row)
+    return Estimation(pd.DataFrame(rows), tables, true_tables, [str(c) for c in prep.classes], val_value, measure,
+                      interval, threshold, time.perf_counter() - t0, notes)
+
+
+# ------------------------------------------------------------------------------------------------ the embedded example
+@dataclass
+class Example:
+    """The embedded example of :func:`example_stream`: ``model`` (a fitted Pipeline), ``validation`` (DataFrame
+    with the label column), ``batches`` (list of DataFrames, label included so that the true value is known),
+    ``names`` (batch names), ``label``, ``segment`` (names of the covariate-shift batches), ``prevalences``
+    (requested positive prevalence per batch), ``alphas`` (share of group A per batch)."""
+
+    model: object
+    validation: pd.DataFrame
+    batches: list
+    names: list
+    label: str
+    segment: list
+    prevalences: list
+    alphas: list
+
+    def write(self, folder) -> dict:
+        """Write ``model.skops``, ``validation.parquet`` and ``batches/<name>.parquet`` under ``folder``
+        (created); returns their paths (``model``, ``validation``, ``unlabelled``)."""
+        import skops.io as sio
+        folder = Path(folder)
+        (folder / "batches").mkdir(parents=True, exist_ok=True)
+        for old in (folder / "batches").glob("*.parquet"):
+            old.unlink()
+        sio.dump(self.model, folder / "model.skops")
+        self.validation.to_parquet(folder / "validation.parquet", index=False)
+        for name, b in zip(self.names, self.batches):
+            b.to_parquet(folder / "batches" / f"{name}.parquet", index=False)
+        return {"model": folder / "model.skops", "validation": folder / "validation.parquet",
+                "unlabelled": folder / "batches"}
+
+
+def example_stream(n_batches: int = 20, batch_size: int = 250, segment=(13, 17), random_state: int = 0) -> Example:
+    """A deployed classifier and a stream of batches, offline: KEEL ``marketing`` (binary: household income of
+    $30k or more; :func:`capshift.datasets.load_shift`), a logistic-regression Pipeline trained on 1000 items, V
+    of 1000 items, both from one training sample of the global covariate-shift protocol
+    (:class:`capshift.shift.GlobalCovariateShift`, Gonzalez et al. 2024, Algorithm 2) at p_L = 0.5 and a share
+    alpha_L = 0.5 of customers under 35. Batch t of ``batch_size`` items has positive prevalence
+    0.5 + 0.3 sin(2 pi t / n_batches) rounded to 0.05 (PPS: the share under 35 stays 0.5), except the batches
+    ``segment[0] <= t < segment[1]`` (0-based), where nobody is under 35 (alpha_U = 0: global covariate
+    shift). Deterministic given ``random_state``."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    n_batches = check_int(n_batches, "n_batches", min_value=2)
+    batch_size = check_int(batch_size, "batch_size")
+    seed = check_seed(random_state, "random_state")
+    data = datasets.load_shift("marketing")
+    X, y, g = data.binary()
+    grid = np.round(np.arange(0.2, 0.801, 0.05), 2)
+    t = np.arange(n_batches)
+    prev = np.round(np.round((0.5 + 0.3 * np.sin(2 * np.pi * t / n_batches)) / 0.05) * 0.05, 2)
+    alphas = np.where((t >= segment[0]) & (t < segment[1]), 0.0, 0.5)
+    fam = shift.GlobalCovariateShift(X, y, g, train_prevalences=[0.5], train_alphas=[0.5],
+                                     test_prevalences=list(grid), test_alphas=[0.5, 0.0], train_size=2000,
+                                     test_size=batch_size, n_samples=n_batches, repeats=1, random_state=seed)
+    tr = fam.trial(0)
+    cols = [c.lower() for c in data.feature_names]
+    label = "high_income"
+    frame = pd.DataFrame(tr.train.X, columns=cols)
+    frame[label] = tr.train.y
+    L, V = frame.iloc[:1000], frame.iloc[1000:].reset_index(drop=True)
+    model = make_pipeline(StandardScaler(), LogisticRegression(random_state=seed)).fit(L[cols], L[label])
+    P = tr.test.parameters
+    batches, names = [], []
+    for i in range(n_batches):
+        k = int(np.flatnonzero(np.isclose(P["p_U"], prev[i]) & np.isclose(P["alpha_U"], alphas[i])
+                               & (P["sample"] == i))[0])
+        b = pd.DataFrame(tr.test.data.instances[tr.test.indices[k]], columns=cols)
+        b[label] = tr.test.labels(k)
+        batches.append(b)
+        names.append(f"batch_{i + 1:02d}")
+    segment_names = [names[i] for i in range(n_batches) if alphas[i] != 0.5]
+    return Example(model, V, batches, names, label, segment_names, prev.tolist(), alphas.tolist())
+
+
+# ------------------------------------------------------------------------------------------------ the diagnostic's study
+def diagnostic_study(data, n_samples: int = 20, sample_size: int = 200, train_size: int = 2000,
+                     alphas=(0.0, 0.25, 0.75, 1.0), local_prevalences=(0.35, 0.65), concept_cuts=None,
+                     level: float = DEFAULT_LEVEL, random_state: int = 0) -> pd.DataFrame:
+    """Size and power of :func:`capshift.pps_check.pps_test` under the dataset-shift protocols of
+    :mod:`capshift.shift` (Gonzalez, Moreo & Sebastiani 2024, Algorithms 1-4), on one dataset.
+
+    ``data``: a :class:`capshift.datasets.ShiftData` (``datasets.load_shift(name)``): its binary label
+    (``data.binary()``) and group attribute feed the PPS and covariate-shift families, its ordinal levels the
+    concept-shift family. For each protocol one training sample of ``train_size`` is drawn and halved into L
+    (trains a logistic regression h) and V; the test samples of ``sample_size`` are: PPS
+    (:class:`~capshift.shift.PriorShift`, test prevalences 0.2..0.8: the false-alarm rate); global covariate shift
+    at the shares ``alphas`` of group A (alpha_L = 0.5, p fixed at 0.5); local covariate shift at
+    ``local_prevalences``; concept shift at the cuts ``concept_cuts`` (default: every cut but the middle one, which
+    trains). q-hat is KDEy-ML's, fitted on V. Returns one row per test sample: protocol, degree, pvalue, auc,
+    rejected.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, groups = data.binary()
+    seed = check_seed(random_state, "random_state")
+    common = dict(train_size=train_size, test_size=sample_size, n_samples=n_samples, repeats=1, random_state=seed)
+    fams = {
+        "PPS": shift.PriorShift(X, y, train_prevalences=[0.5], test_prevalences=[0.2, 0.35, 0.5, 0.65, 0.8],
+                                **common),
+        "global covariate": shift.GlobalCovariateShift(X, y, groups, train_prevalences=[0.5], train_alphas=[0.5],
+                                                       test_prevalences=[0.5], test_alphas=list(alphas), **common),
+        "local covariate": shift.LocalCovariateShift(X, y, groups, test_prevalences=list(local_prevalences),
+                                                     **common),
+    }
+    cuts = shift.cut_points(data.levels)
+    c_L = cuts[len(cuts) // 2]
+    fams["concept"] = shift.ConceptShift(data.X, data.levels, train_cuts=[c_L],
+                                         test_cuts=[c for c in cuts if c != c_L] if concept_cuts is None
+                                         else concept_cuts, **common)
+    rows = []
+    for proto, fam in fams.items():
+        tr = fam.trial(0)
+        k = len(tr.train.y) // 2
+        XL, yL, XV, yV = tr.train.X[:k], tr.train.y[:k], tr.train.X[k:], tr.train.y[k:]
+        h = LogisticRegression().fit(XL, yL)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = Quantifier("kdey", h, random_state=seed).fit(XV, yV, 2)
+        P, PV = tr.test.parameters, h.predict_proba(XV)
+        for i in range(len(P)):
+            Xs = tr.test.data.instances[tr.test.indices[i]]
+            t = pps_test(Xs, XV, yV, q.quantify(Xs), level=level, random_state=seed + i,
+                         posteriors_batch=h.predict_proba(Xs), posteriors_val=PV)
+            rows.append({"protocol": proto, "degree": float(P["degree"][i]), "pvalue": t.pvalue, "auc": t.auc,
+                         "rejected": t.doubtful})
+    return pd.DataFrame(rows)
