@@ -18,6 +18,7 @@ import argparse
 import sys
 import time
 import warnings
+from pathlib import Path
 
 from . import book
 from . import datasets as _datasets
@@ -160,8 +161,10 @@ def add_estimate_command(sub) -> argparse.ArgumentParser:
 
 def estimate_command(args: argparse.Namespace) -> int:
     """Carry out ``estimate``: bad input exits with status 2 and one line, before anything is written."""
-    from pathlib import Path
-    err = args.estimate_parser.error
+    def err(message: str):  # one line, without argparse's usage block (it names no argument that was wrong)
+        print(f"{args.estimate_parser.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
     out = Path(args.out)
     plot = Path(args.plot) if args.plot else out.with_suffix(".png")
     if out.suffix.lower() not in (".csv", ".parquet"):
