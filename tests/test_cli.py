@@ -113,5 +113,20 @@ def test_estimate_bad_input_is_one_line_status_2_and_writes_nothing(bad, tmp_pat
         cli.main(args)
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert "Traceback" not in "\n".join(err) and err[-1].startswith("capshift estimate: error:")
+    assert len(err) == 1 and err[0].startswith("capshift estimate: error:")  # one line, no usage block
     assert not (tmp_path / "t.csv").exists() and not (tmp_path / "t.png").exists()
+
+
+def test_estimate_writes_the_books_example_and_runs_on_it(tmp_path, capsys):
+    assert cli.main(["estimate", "--write-example", str(tmp_path / "ex")]) == 0
+    command = capsys.readouterr().out.strip().splitlines()[-1].split()
+    assert command[:2] == ["capshift", "estimate"]
+    assert cli.main(command[1:] + ["--no-progress"]) == 0
+    import pandas as pd
+    table = pd.read_csv(tmp_path / "ex" / "table.csv")
+    assert table["batch"].nunique() == 20 and table["estimate"].between(0, 1).all()
+    with pytest.raises(SystemExit) as exc:  # without the files' arguments: one line naming them
+        cli.main(["estimate", "--model", str(tmp_path / "ex" / "model.skops")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--validation, --label, --unlabelled, --out are required" in err[0]

@@ -136,10 +136,10 @@ def add_estimate_command(sub) -> argparse.ArgumentParser:
                        description="Estimate a fitted model's accuracy (or F1) on each batch of unlabelled data with "
                                    "CAP methods, with a prediction interval, a PPS diagnostic and alerts; write the "
                                    "per-batch table (CSV or Parquet) and a plot (PNG).")
-    e.add_argument("--model", required=True, help="fitted model: .skops (or .pkl/.joblib with --trust-pickle)")
-    e.add_argument("--validation", required=True, help="labelled validation data, CSV or Parquet")
-    e.add_argument("--label", required=True, help="name of the label column")
-    e.add_argument("--unlabelled", required=True, help="a CSV/Parquet file, or a directory of them (one batch each)")
+    e.add_argument("--model", default=None, help="fitted model: .skops (or .pkl/.joblib with --trust-pickle)")
+    e.add_argument("--validation", default=None, help="labelled validation data, CSV or Parquet")
+    e.add_argument("--label", default=None, help="name of the label column")
+    e.add_argument("--unlabelled", default=None, help="a CSV/Parquet file, or a directory of them (one batch each)")
     e.add_argument("--chunk-size", type=int, default=None, help="cut one file into batches of this many rows")
     e.add_argument("--timestamp", default=None, help="cut one file by this date column (with --period)")
     e.add_argument("--period", default=None, help="pandas period of --timestamp: D, W, M, ...")
@@ -152,9 +152,12 @@ def add_estimate_command(sub) -> argparse.ArgumentParser:
     e.add_argument("--trust-pickle", action="store_true", help="allow a joblib/pickle model (pickle runs code)")
     e.add_argument("--trust", nargs="+", default=None, metavar="TYPE", help="extra types to trust in a .skops file")
     e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--out", required=True, help="per-batch table: .csv or .parquet")
+    e.add_argument("--out", default=None, help="per-batch table: .csv or .parquet")
     e.add_argument("--plot", default=None, help="plot file (.png; default: --out with suffix .png)")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.add_argument("--write-example", default=None, metavar="DIR",
+                   help="write the book's embedded example (model, validation file, 20 batches) to DIR, print "
+                        "the command that estimates on it, and stop")
     e.set_defaults(estimate_parser=e)
     return e
 
@@ -165,6 +168,16 @@ def estimate_command(args: argparse.Namespace) -> int:
         print(f"{args.estimate_parser.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2)
 
+    if args.write_example:
+        ex = _estimate.example_stream(random_state=args.seed)
+        files = ex.write(Path(args.write_example))
+        print(f"the example of book/your_data.md is in {args.write_example}; estimate on it with:\n"
+              f"capshift estimate --model {files['model']} --validation {files['validation']} "
+              f"--label {ex.label} --unlabelled {files['unlabelled']} --out {Path(args.write_example) / 'table.csv'}")
+        return 0
+    missing = [f"--{a}" for a in ("model", "validation", "label", "unlabelled", "out") if getattr(args, a) is None]
+    if missing:
+        err(f"the arguments {', '.join(missing)} are required (or --write-example DIR for the book's example)")
     out = Path(args.out)
     plot = Path(args.plot) if args.plot else out.with_suffix(".png")
     if out.suffix.lower() not in (".csv", ".parquet"):
