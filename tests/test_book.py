@@ -284,21 +284,28 @@ def test_parameter_values_are_checked_before_execution(tmp_path):
 def test_chapters_execute_two_at_a_time_and_a_failure_names_its_chapter(tmp_path):
     pages = {"intro": notebook_page("A", "n: int = 1  # n", "import os\nprint(os.getpid())"),
              "b": notebook_page("B", "n: int = 1  # n", "import os\nprint(os.getpid())"),
-             "c": notebook_page("C", "n: int = 1  # n", "raise ValueError('boom in c')")}
+             "c": notebook_page("C", "n: int = 1  # n", "raise ValueError('boom in c')"),
+             "d": notebook_page("D", "n: int = 1  # n", "import os\nprint(os.getpid())").replace(
+                 "---\n", "---\nrun_alone: true\n", 1)}
     toc = scratch_book(tmp_path, pages)
     chaps = book.chapters(toc)
     dest = {n: tmp_path / "src" / f"{n}.ipynb" for n in chaps}
-    plan = {"intro": {"n": 2}, "b": {}}
+    plan = {"intro": {"n": 2}, "b": {}, "d": {}}
+    assert [n for n in chaps if book.runs_alone(chaps[n])] == ["d"]
     book.execute_all(plan, chaps, dest, "ci", tmp_path, tmp_path / "failed", jobs=2)
-    pids = set()
+    pids, ended = set(), {}
     for name in plan:
         nb = nbformat.read(dest[name], as_version=4)
-        assert nb.metadata["capshift"]["jobs"] == 2 and nb.metadata["capshift"]["overrides"] == plan[name]
+        assert nb.metadata["capshift"]["overrides"] == plan[name]
+        assert nb.metadata["capshift"]["jobs"] == (1 if name == "d" else 2)  # d measures times: run alone
         pids.add(nb.cells[-1].outputs[0]["text"].strip())
-    assert len(pids) == 2  # each chapter had a kernel of its own
+        ended[name] = dest[name].stat().st_mtime
+    assert len(pids) == 3  # each chapter had a kernel of its own
+    assert ended["d"] >= max(ended["intro"], ended["b"])  # after the others, not beside them
     with pytest.raises(book.BookError, match="(?s)chapter 'c' failed.*boom in c"):
         book.execute_all({"b": {}, "c": {}}, chaps, dest, "ci", tmp_path, tmp_path / "failed", jobs=2)
     assert (tmp_path / "failed" / "c.ipynb").exists()
-    assert "2 chapters executed at a time" in book.run_record({n: dest[n] for n in plan}, tmp_path)
+    record = book.run_record({n: dest[n] for n in plan}, tmp_path)
+    assert record.count("2 chapters executed at a time") == 2
     with pytest.raises(book.BookError, match="jobs must be at least 1"):
         book.run(toc, tmp_path / "_out", "default", None, {}, jobs=0)

@@ -77,7 +77,8 @@ class LocalKernelManager(AsyncKernelManager):
     machine here, so Unix-domain sockets are the transport to use. Each kernel gets socket paths of its own in
     Jupyter's runtime directory (jupyter_client's IPC default, ``kernel-ipc-N`` in the working directory, would
     put two chapters executed at a time on the same sockets); they are removed when the kernel shuts down.
-    Windows has no IPC transport in ZeroMQ; there the default (TCP) is kept."""
+    Windows has no IPC transport in ZeroMQ; there the default (TCP) is kept. No interrupt is sent at shutdown
+    (see ``_async_interrupt_kernel``)."""
 
     @default("transport")
     def _default_transport(self) -> str:
@@ -90,6 +91,16 @@ class LocalKernelManager(AsyncKernelManager):
         runtime = Path(jupyter_runtime_dir())
         runtime.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as Jupyter makes it
         return str(runtime / f"capshift-{uuid.uuid4().hex[:12]}")
+
+    async def _async_interrupt_kernel(self) -> None:
+        # jupyter_client interrupts (SIGINT) a kernel before asking it to shut down, to stop code still running.
+        # papermill shuts a kernel down only once its cells are done, and a SIGINT that lands while the kernel
+        # handles the shutdown request makes ipykernel log "ERROR | KeyboardInterrupt caught in kernel." on the
+        # console. So no interrupt during shutdown: a kernel that does not stop is killed after
+        # `shutdown_wait_time` as usual. (Should jupyter_client rename this method, the override is simply unused.)
+        if self.shutting_down:
+            return
+        await super()._async_interrupt_kernel()
 
 
 # --------------------------------------------------------------------------------------------- the table of contents
@@ -648,6 +659,12 @@ def default_jobs() -> int:
     return 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
+def runs_alone(src: Path) -> bool:
+    """Whether a chapter's front matter asks to be executed alone (``run_alone: true``: it measures run times,
+    which other chapters executed beside it would distort)."""
+    return bool(jupytext.read(src).metadata.get("run_alone", False))
+
+
 def previous_seconds(dest: Path) -> float:
     """The run time recorded in an earlier executed notebook at ``dest`` (0 when there is none)."""
     try:
@@ -660,13 +677,17 @@ def execute_all(plan: dict, chaps: dict, dest: dict, profile_name: str, tmp: Pat
     """Execute the chapters of ``plan``, ``jobs`` at a time (each in a process of its own with its own kernel).
 
     The longest chapters of an earlier build (run times recorded in ``dest``) start first, the others in toc
-    order, so that no long chapter is left for the end. On the first failure the chapters not started yet are
+    order, so that no long chapter is left for the end. A chapter whose front matter says ``run_alone: true``
+    (one that measures run times, as ``efficiency``) is executed afterwards with nothing beside it. On the first
+    failure the chapters not started yet are
     cancelled, the running ones finish, and the failure's BookError is raised."""
-    if jobs <= 1 or len(plan) <= 1:
+    alone = [n for n in plan if runs_alone(chaps[n])]
+    if jobs <= 1 or len(plan) - len(alone) <= 1:
         for name, params in plan.items():
             execute(name, chaps[name], params, profile_name, dest[name], tmp, failed)
         return
-    order = sorted(plan, key=lambda n: -previous_seconds(dest[n]))  # stable: toc order among ties
+    shared = [n for n in plan if n not in alone]
+    order = sorted(shared, key=lambda n: -previous_seconds(dest[n]))  # stable: toc order among ties
     ctx = multiprocessing.get_context("spawn")  # a fresh interpreter per worker: no forked threads or event loops
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         futures = {pool.submit(execute, n, chaps[n], plan[n], profile_name, dest[n], tmp, failed, jobs): n
@@ -676,6 +697,8 @@ def execute_all(plan: dict, chaps: dict, dest: dict, profile_name: str, tmp: Pat
                 for other in futures:
                     other.cancel()
                 raise fut.exception()
+    for name in alone:  # chapters that measure run times: nothing else runs beside them
+        execute(name, chaps[name], plan[name], profile_name, dest[name], tmp, failed)
 
 
 def run(toc: Path, out: Path, profile_name: str, only: list[str] | None, cli: dict, reuse: bool = False,
