@@ -157,6 +157,11 @@ def text_of(html: str) -> str:
 RAW_VALUES = re.compile(r"(?<![\w.])(NaN|nan|-?inf|<NA>)(?![\w(])|np\.float64\(|np\.int64\(")
 
 
+# a Markdown table that was not rendered (e.g. glued with the commonmark format, which has no tables): its
+# separator row, whose dashes the typographer may have turned into em or en dashes
+RAW_TABLE = re.compile(r"\|\s*:?[-\u2013\u2014]{3,}:?\s*\|")
+
+
 def result_problems(text: str) -> list[str]:
     """Raw values in the text of a page's prose and cell outputs (code inputs and inline code excluded)."""
     out = []
@@ -187,6 +192,8 @@ def check_page(driver, html_root: Path, doc: str, shot_dir: Path | None = None) 
             i = probe["text"].index(raw)
             problems.append(f"raw TeX {raw!r} in the text: ...{probe['text'][max(0, i - 60):i + 60]!r}...")
     problems += [f"image did not load: {i['src']}" for i in probe["images"] if not i["ok"]]
+    for m in list(RAW_TABLE.finditer(probe["text"]))[:3]:
+        problems.append(f"a Markdown table left as text: ...{probe['text'][max(0, m.start() - 60):m.end() + 40]!r}...")
     cache: dict = {}
     for href in probe["links"]:
         url = urlsplit(href)
@@ -284,6 +291,8 @@ $$
    a = b
    $$
 
+<p>| table | a | |:---------|---:| | one | 1 |</p>
+
 <a href="missing.html">a broken link</a>, <a href="#nowhere">a missing anchor</a>,
 <img src="nope.png" alt="a missing image">
 
@@ -338,6 +347,7 @@ def test_the_probe_finds_each_defect(driver, published):
     problems = "\n".join(check_page(driver, html, "book/defects"))
     assert "wider than its column: mjx-container" in problems and "fraction of the items" in problems
     assert "raw TeX '$$'" in problems
+    assert "a Markdown table left as text" in problems and "| table | a |" in problems
     assert "broken link: " in problems and "missing.html" in problems
     assert "missing anchor: " in problems and "#nowhere" in problems
     assert "image did not load: nope.png" in problems
@@ -349,7 +359,7 @@ def test_the_probe_finds_each_defect(driver, published):
     assert "code line of 94 > 88 characters" in problems
     kinds = ("wider than its column: ", "raw TeX", "broken link", "missing anchor", "image did not",
              "console error: ", "raw value", "pandas index column", "table wider than the column",
-             "figure without a numbered caption", "code line of ",
+             "figure without a numbered caption", "code line of ", "a Markdown table left as text",
              "the content column")  # the wide table also makes the column scroll sideways
     assert all(line.startswith(kinds) for line in problems.splitlines()), problems  # nothing else
     # the pages of that build without defects, with all their buttons on, are clean
