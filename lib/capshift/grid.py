@@ -719,11 +719,12 @@ def run_cells(work, cells, results=None, *, n_jobs: int = 1, backend: str = "lok
 def run_selection_study(datasets, results=None, *, families=selection.FAMILIES, n_samples: int = 1000,
                         sample_size: int = 100, seed: int = 0, methods=selection.STUDY_METHODS,
                         cautious: str | None = "O-LEAP_KDEy", measure: str = "accuracy", mlp_hidden=(100,),
-                        mlp_max_iter: int = 200, n_jobs: int = 1, backend: str = "loky", scheduler=None,
-                        progress: bool = True, cell_timeout: float | None = None) -> pd.DataFrame:
+                        mlp_max_iter: int = 200, grid: str = "paper", n_jobs: int = 1, backend: str = "loky",
+                        scheduler=None, progress: bool = True, cell_timeout: float | None = None) -> pd.DataFrame:
     """The model-selection study (chapter ``model_selection``) through :func:`run_cells`: one cell per dataset
     (:func:`capshift.selection.study_cell`: every candidate of ``families``, the CAP methods ``methods``, the
-    cautious selector on ``cautious``' intervals), resumable and on any backend. Returns the candidate table of
+    cautious selector on ``cautious``' intervals; ``grid``: :func:`capshift.selection.candidate_grid`'s size),
+    resumable and on any backend. Returns the candidate table of
     every finished dataset (apply :func:`capshift.selection.selections`). ``cell_timeout`` None: no budget (a
     cell of the full study takes minutes). Raises ValueError for an unknown dataset, family, method or measure,
     before any work."""
@@ -738,6 +739,10 @@ def run_selection_study(datasets, results=None, *, families=selection.FAMILIES, 
                   sample_size=check_int(sample_size, "sample_size"), seed=int(seed), methods=methods,
                   cautious=cautious, measure=measure, mlp_hidden=[int(h) for h in mlp_hidden],
                   mlp_max_iter=check_int(mlp_max_iter, "mlp_max_iter"))
+    if grid not in selection.GRID_SIZES:
+        raise ValueError(f"grid must be one of {selection.GRID_SIZES}, got {grid!r}")
+    if grid != "paper":  # the paper's grid keeps the keys of cells computed before the option existed
+        params["grid"] = grid
     cells = [({"dataset": d, "classifier": "candidates", "method": "selection", **params,
                "interval_params": selection.STUDY_INTERVALS}, {"dataset": d, **params}) for d in datasets]
     return run_cells(selection.study_cell, cells, results, n_jobs=n_jobs, backend=backend, scheduler=scheduler,

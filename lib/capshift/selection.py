@@ -53,7 +53,7 @@ from .quantifiers import Quantifier
 from .significance import compare_groups, significance
 from .tables import contingency_table, get_measure
 
-__all__ = ["FAMILIES", "CRITERIA", "Candidate", "class_weightings", "candidate_grid", "SharedQuantifier",
+__all__ = ["FAMILIES", "CRITERIA", "GRID_SIZES", "Candidate", "class_weightings", "candidate_grid", "SharedQuantifier",
            "Selection", "TransductiveSelector", "check_families", "STUDY_METHODS", "STUDY_INTERVALS", "candidate_table", "SELECTORS", "selections", "selection_summary",
            "regret_table", "shift_bins", "verdicts", "shift_selection", "study_cell"]
 
@@ -98,21 +98,28 @@ def _svm(seed, **params):
     return CalibratedClassifierCV(SVC(kernel="rbf", random_state=seed, **params), ensemble=False)
 
 
-def _grids(n_classes, seed, mlp_hidden, mlp_max_iter):
+#: Sizes of :func:`candidate_grid`: the paper's grid, or a thinned one for quick runs (the book's default build).
+GRID_SIZES = ("paper", "small")
+
+
+def _grids(n_classes, seed, mlp_hidden, mlp_max_iter, size="paper"):
     cw = class_weightings(n_classes)
     C = [0.01, 0.1, 1.0, 10.0, 100.0]
+    k, gamma = [5, 7, 9, 11, 13], ["scale", "auto"]
+    alpha, rate = [1e-5, 1e-4, 1e-3, 1e-2, 1e-1], ["constant", "adaptive"]
+    if size == "small":  # every value kept is one of the paper's, the defaults included
+        cw = [cw[0], cw[-3]] + cw[-2:]
+        C, k, gamma, alpha = [0.01, 1.0, 100.0], [5, 9, 13], ["scale"], [1e-4, 1e-2]
     return {
         "lr": (lambda **p: LogisticRegression(random_state=seed, max_iter=1000, **p),
                {"C": C, "class_weight": cw}, {"C": 1.0, "class_weight": None}),
-        "knn": (lambda **p: KNeighborsClassifier(**p),
-                {"n_neighbors": [5, 7, 9, 11, 13], "weights": ["uniform", "distance"]},
+        "knn": (lambda **p: KNeighborsClassifier(**p), {"n_neighbors": k, "weights": ["uniform", "distance"]},
                 {"n_neighbors": 5, "weights": "uniform"}),
-        "svm": (lambda **p: _svm(seed, **p), {"C": C, "gamma": ["scale", "auto"], "class_weight": cw},
+        "svm": (lambda **p: _svm(seed, **p), {"C": C, "gamma": gamma, "class_weight": cw},
                 {"C": 1.0, "gamma": "scale", "class_weight": None}),
         "mlp": (lambda **p: MLPClassifier(hidden_layer_sizes=tuple(mlp_hidden), max_iter=mlp_max_iter,
                                           random_state=seed, **p),
-                {"alpha": [1e-5, 1e-4, 1e-3, 1e-2, 1e-1], "learning_rate": ["constant", "adaptive"]},
-                {"alpha": 1e-4, "learning_rate": "constant"}),
+                {"alpha": alpha, "learning_rate": rate}, {"alpha": 1e-4, "learning_rate": "constant"}),
     }
 
 
@@ -123,12 +130,15 @@ def _fmt(v):
 
 
 def candidate_grid(n_classes: int, families=FAMILIES, seed: int = 0, mlp_hidden=(100,),
-                   mlp_max_iter: int = 200) -> list[Candidate]:
+                   mlp_max_iter: int = 200, size: str = "paper") -> list[Candidate]:
     """The paper's candidates (authors' ``gen_classifiers``): LR C in {.01, .1, 1, 10, 100} x class weightings
     (:func:`class_weightings`); kNN k in {5, 7, 9, 11, 13} x {uniform, distance}; RBF SVM C x gamma in {scale,
     auto} x class weightings (Platt posteriors); MLP alpha in logspace(-5, -1, 5) x learning rate in {constant,
     adaptive}. 30 + 10 + 60 + 10 = 110 candidates for n = 2. Every estimator is seeded with ``seed``;
-    ``mlp_hidden`` (the paper: scikit-learn's default (100,)) and ``mlp_max_iter`` size the MLPs.
+    ``mlp_hidden`` (the paper: scikit-learn's default (100,)) and ``mlp_max_iter`` size the MLPs. ``size="small"``
+    thins the grid for quick runs, keeping only values of the paper's and every family's defaults: C in {.01, 1,
+    100}, k in {5, 9, 13}, gamma "scale", alpha in {1e-4, 1e-2}, 4 class weightings (the first and the last
+    boosted, None, "balanced"): 12 + 6 + 12 + 4 = 34 candidates.
 
     Returns a list of unfitted :class:`Candidate` in family order. Raises ValueError for an unknown family or
     n_classes < 2.
@@ -138,7 +148,9 @@ def candidate_grid(n_classes: int, families=FAMILIES, seed: int = 0, mlp_hidden=
     mlp_max_iter = check_int(mlp_max_iter, "mlp_max_iter")
     hidden = tuple(check_int(h, "mlp_hidden") for h in (mlp_hidden if hasattr(mlp_hidden, "__iter__")
                                                           else [mlp_hidden]))
-    grids = _grids(n_classes, seed, hidden, mlp_max_iter)
+    if size not in GRID_SIZES:
+        raise ValueError(f"size must be one of {GRID_SIZES}, got {size!r}")
+    grids = _grids(n_classes, seed, hidden, mlp_max_iter, size)
     out = []
     for fam in fams:
         make, grid, default = grids[fam]
@@ -568,7 +580,7 @@ def candidate_table(X_L, y_L, X_V, y_V, X_pool, idx, candidates, methods=STUDY_M
 def study_cell(dataset: str, families=FAMILIES, n_samples: int = 1000, sample_size: int = 100, seed: int = 0,
                methods=STUDY_METHODS, cautious: str | None = "O-LEAP_KDEy", measure: str = "accuracy",
                mlp_hidden=(100,), mlp_max_iter: int = 200, interval_params=STUDY_INTERVALS,
-               alpha: float = 0.05) -> pd.DataFrame:
+               alpha: float = 0.05, grid: str = "paper") -> pd.DataFrame:
     """One cell of the study: the candidates of ``families`` on one offline ``dataset`` under the LEAP protocol
     (L / V / U split of :func:`capshift.datasets.load` with ``seed``; ``n_samples`` UPP samples of
     ``sample_size`` items drawn from U, :func:`capshift.protocols.upp_indices`).
@@ -579,7 +591,7 @@ def study_cell(dataset: str, families=FAMILIES, n_samples: int = 1000, sample_si
     split = datasets.load(dataset, seed=seed)
     n = split.n_classes
     idx = protocols.upp_indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
-    cands = candidate_grid(n, families, seed, mlp_hidden, mlp_max_iter)
+    cands = candidate_grid(n, families, seed, mlp_hidden, mlp_max_iter, grid)
     labels = [split.y_U[i] for i in idx]
     frame = candidate_table(split.X_L, split.y_L, split.X_V, split.y_V, split.X_U, idx, cands, methods, cautious,
                             measure, labels, interval_params, alpha, seed)
@@ -729,7 +741,8 @@ def verdicts(sel: pd.DataFrame, tms: str = "TMS-O-LEAP_KDEy", alpha: float = 0.0
 
 
 def shift_selection(protocol, families=FAMILIES, methods=("O-LEAP_KDEy",), measure: str = "accuracy",
-                    val_prop: float = 0.5, mlp_hidden=(100,), mlp_max_iter: int = 200) -> pd.DataFrame:
+                    val_prop: float = 0.5, mlp_hidden=(100,), mlp_max_iter: int = 200,
+                    grid: str = "paper") -> pd.DataFrame:
     """Model selection under a dataset-shift protocol of :mod:`capshift.shift` (e.g. local covariate shift, which
     is not PPS: the paper's stated limitation, measured). Per trial, the training sample is split, stratified,
     into L (trains the candidates) and V (``val_prop``, fits the CAP methods); the test samples are the
@@ -750,7 +763,7 @@ def shift_selection(protocol, families=FAMILIES, methods=("O-LEAP_KDEy",), measu
         pool = np.asarray(trial.test.data.instances)
         idx = list(trial.test.indices)
         labels = [np.asarray(trial.test.labels(s)) for s in range(len(idx))]
-        cands = candidate_grid(2, fams, seed, mlp_hidden, mlp_max_iter)
+        cands = candidate_grid(2, fams, seed, mlp_hidden, mlp_max_iter, grid)
         frame = candidate_table(X[tr], y[tr], X[va], y[va], pool, idx, cands, methods, None, measure, labels,
                                 seed=seed)
         params = trial.test.parameters
