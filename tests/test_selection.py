@@ -195,3 +195,23 @@ def test_study_runs_resumably(tmp_path):
     assert len(first) == 30 * 4 and set(first.columns) >= {"true", "val", "pred:DoC", "shift"}
     with pytest.raises(ValueError, match="cautious"):
         grid.run_selection_study(["haberman"], tmp_path, methods=["DoC"], cautious="O-LEAP_KDEy")
+
+
+def test_verdicts_count_datasets_and_the_gap_by_shift():
+    rng = np.random.default_rng(0)
+    rows = []
+    for d, tms_better in (("a", True), ("b", True), ("c", False)):
+        for s in range(60):
+            shift = s / 60
+            oracle = 0.9
+            ims = 0.8 - 0.1 * shift + 0.01 * rng.random()
+            tms = ims + (0.15 * shift if tms_better else -0.05) + 0.01 * rng.random()
+            for name, v in (("TMS-O-LEAP_KDEy", tms), ("IMS-All", ims), ("Oracle", oracle)):
+                rows.append((d, s, name, v, oracle - v, shift))
+    sel = pd.DataFrame(rows, columns=["dataset", "sample", "selector", "true", "regret", "shift"])
+    v = selection.verdicts(sel)
+    assert (v["n_datasets"], v["n_best"], v["n_not_best"], v["n_not_worse"]) == (3, 2, 1, 0)
+    assert v["claim1"] == "reproduced" and v["claim2"] == "not reproduced"
+    assert v["gap_high"] > v["gap_low"] and v["claim3"] == "reproduced"
+    with pytest.raises(ValueError, match="selector"):
+        selection.verdicts(sel, tms="TMS-nope")

@@ -510,28 +510,29 @@ STUDY_METHODS = ("O-LEAP_KDEy", "SLD-CBPE", "DoC")
 STUDY_INTERVALS = {"n_splits": 2, "n_cal": 200, "score": "absolute", "floor": False}
 
 
-def _tables_by_sample(y_pool, pred_pool, idx, n, labels=None) -> np.ndarray:
-    """Contingency tables (k, n, n) of one classifier's pooled predictions on k index samples."""
+def _tables_by_sample(pred_pool, idx, labels, n) -> np.ndarray:
+    """Contingency tables (k, n, n) of one classifier's predictions on a pool, for k samples given by their
+    indices into the pool ``idx`` and their true labels ``labels``."""
     k = len(idx)
     which = np.concatenate([np.full(len(i), s) for s, i in enumerate(idx)])
     flat = np.concatenate(idx)
-    y = np.concatenate(labels) if labels is not None else y_pool[flat]
+    y = np.concatenate(labels)
     counts = np.bincount((which * n + y) * n + pred_pool[flat], minlength=k * n * n).reshape(k, n, n)
     return counts / counts.sum(axis=(1, 2), keepdims=True)
 
 
-def candidate_table(X_L, y_L, X_V, y_V, X_pool, idx, candidates, methods=STUDY_METHODS, cautious: str | None = None,
-                    measure: str = "accuracy", labels=None, interval_params=STUDY_INTERVALS, alpha: float = 0.05,
-                    seed: int = 0) -> pd.DataFrame:
+def candidate_table(X_L, y_L, X_V, y_V, X_pool, idx, labels, candidates, methods=STUDY_METHODS,
+                    cautious: str | None = None, measure: str = "accuracy", interval_params=STUDY_INTERVALS,
+                    alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
     """Every candidate's true, validation and predicted measure on every test sample (the study's raw data).
 
     The candidates (:func:`candidate_grid`, unfitted) are cloned and trained on (X_L, y_L); for each CAP method of
     ``methods`` a :class:`TransductiveSelector` is fitted on (X_V, y_V) and predicts every candidate's measure on
-    the k test samples ``X_pool[idx[s]]`` (``labels[s]``: their labels, default ``y_pool`` is not needed since
-    ``labels`` must then be given, see below); ``cautious`` (one of ``methods``) adds the lower ends of its 1-alpha
-    intervals (``predict_interval``, with ``interval_params``).
+    the k test samples ``X_pool[idx[s]]``, whose true labels are ``labels[s]`` (a list of k int arrays; under
+    concept shift they differ from the pool's); ``cautious`` (one of ``methods``) adds the lower ends of its
+    1-alpha intervals (``predict_interval``, with ``interval_params``).
 
-    ``labels``: list of k label arrays (the samples' true labels). Returns a DataFrame, one row per (candidate,
+    Returns a DataFrame, one row per (candidate,
     sample): ``family, candidate, default, order`` (position in the grid), ``sample, true, val`` (the measure on
     V), ``pred:<method>`` per method and ``lower:<cautious>``. Raises ValueError for an unknown method or measure,
     or ``cautious`` not among ``methods``.
@@ -551,7 +552,7 @@ def candidate_table(X_L, y_L, X_V, y_V, X_pool, idx, candidates, methods=STUDY_M
     true = np.empty((k, cn))
     val = np.empty(cn)
     for j, h in enumerate(fitted):
-        true[:, j] = f(_tables_by_sample(None, predict_codes(h, X_pool), idx, n, labels))
+        true[:, j] = f(_tables_by_sample(predict_codes(h, X_pool), idx, labels, n))
         val[j] = float(f(contingency_table(y_V, predict_codes(h, X_V), n)))
     cols = {}
     for m in methods:
@@ -593,8 +594,8 @@ def study_cell(dataset: str, families=FAMILIES, n_samples: int = 1000, sample_si
     idx = protocols.upp_indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
     cands = candidate_grid(n, families, seed, mlp_hidden, mlp_max_iter, grid)
     labels = [split.y_U[i] for i in idx]
-    frame = candidate_table(split.X_L, split.y_L, split.X_V, split.y_V, split.X_U, idx, cands, methods, cautious,
-                            measure, labels, interval_params, alpha, seed)
+    frame = candidate_table(split.X_L, split.y_L, split.X_V, split.y_V, split.X_U, idx, labels, cands, methods,
+                            cautious, measure, interval_params, alpha, seed)
     prev_L = np.bincount(split.y_L, minlength=n) / len(split.y_L)
     shift = np.array([np.abs(np.bincount(y, minlength=n) / len(y) - prev_L).sum() for y in labels])
     frame.insert(0, "dataset", dataset)
@@ -764,7 +765,7 @@ def shift_selection(protocol, families=FAMILIES, methods=("O-LEAP_KDEy",), measu
         idx = list(trial.test.indices)
         labels = [np.asarray(trial.test.labels(s)) for s in range(len(idx))]
         cands = candidate_grid(2, fams, seed, mlp_hidden, mlp_max_iter, grid)
-        frame = candidate_table(X[tr], y[tr], X[va], y[va], pool, idx, cands, methods, None, measure, labels,
+        frame = candidate_table(X[tr], y[tr], X[va], y[va], pool, idx, labels, cands, methods, None, measure,
                                 seed=seed)
         params = trial.test.parameters
         p_L = y[tr].mean()
