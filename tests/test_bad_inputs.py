@@ -876,6 +876,58 @@ add("pps_check.pps_test(prevalence of the wrong length)",
     lambda: __import__("capshift.pps_check", fromlist=["x"]).pps_test(Z, Z, YP, [0.2, 0.3, 0.5]), Err("y_val|prevalence"))
 
 
+# ------------------------------------------------------------------------------------------ selection (issue 21)
+def _sel():
+    from capshift import selection
+    return selection
+
+
+def _cands(n=2):
+    X, y = gaussians(200, seed=1)
+    return [LogisticRegression(C=c).fit(X, y) for c in (0.1, 1.0)][:n]
+
+
+_TX, _TY = gaussians(200, seed=2)
+add("TransductiveSelector(candidates=[])", lambda: _sel().TransductiveSelector([]).fit(_TX, _TY), Err("empty"))
+add("TransductiveSelector(candidates=one classifier)",
+    lambda: _sel().TransductiveSelector(_cands()[0]).fit(_TX, _TY), Err("candidates"))
+add("TransductiveSelector(unfitted candidate)",
+    lambda: _sel().TransductiveSelector(_cands() + [LogisticRegression()]).fit(_TX, _TY), Err(r"candidates\[2\]"))
+add("TransductiveSelector(candidates disagree on classes)",
+    lambda: _sel().TransductiveSelector(_cands() + [LogisticRegression().fit(*gaussians(90, 3, seed=5))])
+    .fit(_TX, _TY), Err("classes"))
+add("TransductiveSelector(candidates disagree on features)",
+    lambda: _sel().TransductiveSelector(_cands() + [LogisticRegression().fit(*gaussians(90, seed=5, d=4))])
+    .fit(_TX, _TY), Err("features"))
+add("TransductiveSelector(method='nope')", lambda: _sel().TransductiveSelector(_cands(), "nope").fit(_TX, _TY),
+    Err("method"))
+add("TransductiveSelector(measure='nope')",
+    lambda: _sel().TransductiveSelector(_cands(), "DoC", measure="nope").fit(_TX, _TY), Err("measure"))
+add("TransductiveSelector(ATC, measure='f1')",
+    lambda: _sel().TransductiveSelector(_cands(), "ATC", measure="f1").fit(_TX, _TY), Err("measure"))
+add("TransductiveSelector(criterion='upper')",
+    lambda: _sel().TransductiveSelector(_cands(), "DoC", criterion="upper").fit(_TX, _TY), Err("criterion"))
+add("TransductiveSelector(alpha=1)", lambda: _sel().TransductiveSelector(_cands(), "DoC", alpha=1.0).fit(_TX, _TY),
+    Err("alpha"))
+add("TransductiveSelector.predict(wrong number of features)",
+    lambda: _sel().TransductiveSelector(_cands(), "DoC").fit(_TX, _TY).predict(_TX[:50, :2]), Err("features"))
+add("TransductiveSelector.predict(NaN sample)",
+    lambda: _sel().TransductiveSelector(_cands(), "DoC").fit(_TX, _TY).predict(np.full((5, 3), np.nan)), Err("X"))
+add("TransductiveSelector.predict_batch([])",
+    lambda: _sel().TransductiveSelector(_cands(), "DoC").fit(_TX, _TY).predict_batch([]), Err("samples"))
+add("TransductiveSelector.predict(unfitted)", lambda: _sel().TransductiveSelector(_cands()).predict(_TX[:50]),
+    Err("fit", (NotFittedError,)))
+add("TransductiveSelector.predict_measures(one candidate)",
+    lambda: _sel().TransductiveSelector(_cands(1), "DoC").fit(_TX, _TY).predict_measures(_TX[:50]),
+    Ok(lambda v: v.shape == (1,) and in01(v), "one candidate: a (1,) vector of its predicted measure"))
+add("selection.candidate_grid(families=['tree'])", lambda: _sel().candidate_grid(2, ["tree"]), Err("families"))
+add("selection.class_weightings(1)", lambda: _sel().class_weightings(1), Err("n_classes"))
+add("selection.selections(missing columns)", lambda: _sel().selections(pd.DataFrame({"true": [0.5]})),
+    Err("columns"))
+add("grid.run_selection_study(cautious not among methods)",
+    lambda: grid.run_selection_study(["haberman"], methods=["DoC"], cautious="O-LEAP_KDEy"), Err("cautious"))
+add("grid.run_cells(cells=[])", lambda: grid.run_cells(lambda: pd.DataFrame(), []), Err("cells"))
+
 # ------------------------------------------------------------------------------------------ running
 def outcome(f, expect) -> tuple[str, str]:
     """(category, detail): 'clear error', 'documented result', 'documented warning' (a result with the promised

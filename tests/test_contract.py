@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _synthetic import problem  # noqa: E402
 
 from capshift import CAPWarning, registry  # noqa: E402
+from capshift.selection import TransductiveSelector  # noqa: E402
 from capshift.tables import get_measure  # noqa: E402
 
 NAMES = registry.names()
@@ -329,3 +330,39 @@ def test_no_shift_contract(name):
         failures.append(f"{key}: mean AE {r['ae']:.3f}, error on V {r['err_V']:.3f}, bound {r['bound']:.3f} "
                         f"(Naive {r['naive']:.3f}), no capshift warning")
     assert not failures, f"{name} is silently wrong without shift: " + "; ".join(failures)
+
+
+# ------------------------------------------------------------------------------ the selector (issue 21)
+# capshift.selection.TransductiveSelector wraps one registered method per candidate: the estimator contract
+# (clone/get_params, NotFittedError, agreement of its prediction methods, determinism, DataFrames, pickling,
+# refusal of bad samples) for a method on the shared path (a shared KDEy fit) and one on the posterior path.
+SELECTOR_METHODS = ["O-LEAP_KDEy", "DoC"]
+
+
+def _selector(method, random_state=0):
+    h, X_V, y_V, _, _ = problem(2)
+    other = LogisticRegression(C=0.01, class_weight="balanced").fit(X_V[:200], y_V[:200])
+    return TransductiveSelector([h, other], method, random_state=random_state), X_V, y_V
+
+
+@pytest.mark.parametrize("method", SELECTOR_METHODS)
+def test_selector_contract(method):
+    sel, X_V, y_V = _selector(method)
+    params = sel.get_params()
+    assert clone(sel).get_params()["method"] == method and set(params) >= {"candidates", "method", "measure"}
+    with pytest.raises(NotFittedError):
+        sel.predict_measures(X_V[:10])
+    fit(sel, X_V, y_V)
+    S, _ = samples()
+    m = sel.predict_measures_batch(S)
+    assert m.shape == (2, 2) and np.all((m >= 0) & (m <= 1))
+    np.testing.assert_allclose(sel.predict_measures(S[1]), m[1], atol=1e-12)
+    np.testing.assert_array_equal(sel.predict_batch(S), m.argmax(axis=1))
+    assert sel.predict(S[0]) == int(m[0].argmax())
+    np.testing.assert_allclose(sel.predict_measures(pd.DataFrame(S[0])), m[0], atol=1e-12)
+    again = fit(_selector(method)[0], X_V, y_V).predict_measures_batch(S)
+    np.testing.assert_array_equal(again, m)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(sel)).predict_measures_batch(S), m)
+    for bad in (S[0][:, :2], np.full((5, S[0].shape[1]), np.nan), S[0][:0]):
+        with pytest.raises(ValueError):
+            sel.predict(bad)

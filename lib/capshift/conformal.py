@@ -57,8 +57,7 @@ def unfitted_copy(estimator, seed: int):
     params = {**estimator.get_params(deep=False), "random_state": seed}
     q = params.get("quantifier")
     if isinstance(q, Quantifier):
-        params["quantifier"] = Quantifier(q.method, classifier=q.classifier, random_state=q.random_state,
-                                          bandwidth=q.bandwidth)
+        params["quantifier"] = q.unfitted()
     return type(estimator)(**params)
 
 

@@ -48,15 +48,16 @@ from joblib import Parallel, delayed, parallel_config
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from . import __version__, registry
+from . import __version__, registry, selection
 from . import datasets as _datasets
 from ._validation import CAPWarning, check_fraction, check_int
 from .leap import DEFAULT_SOLVER
 from .classifiers import CLASSIFIERS
+from .tables import get_measure
 from .experiment import DEFAULT_METHODS, RESULT_COLUMNS, check_run_args, method_frame, prepare
 
 __all__ = ["BACKENDS", "KEY_FIELDS", "DEFAULT_CELL_TIMEOUT", "CellTimeout", "FailedCellsWarning", "cell_key",
-           "code_fingerprint", "run_grid", "load_results"]
+           "code_fingerprint", "run_grid", "load_results", "run_cells", "run_selection_study"]
 
 #: Parallel backends of :func:`run_grid`.
 BACKENDS = ("loky", "dask", "ray")
@@ -120,7 +121,8 @@ def _file_name(key: dict) -> str:
 # ---- one cell on disk ----
 def _to_table(frame: pd.DataFrame, key: dict, timing: dict | None = None):
     import pyarrow as pa
-    frame = frame.assign(true_prev=[list(map(float, p)) for p in frame["true_prev"]])
+    if "true_prev" in frame.columns:  # tuples -> lists (the CAP runs' frames; a study's cell may have none)
+        frame = frame.assign(true_prev=[list(map(float, p)) for p in frame["true_prev"]])
     table = pa.Table.from_pandas(frame, preserve_index=False)
     meta = {**(table.schema.metadata or {}), _META: json.dumps(key).encode()}
     if timing is not None:
@@ -130,6 +132,8 @@ def _to_table(frame: pd.DataFrame, key: dict, timing: dict | None = None):
 
 def _to_frame(table) -> pd.DataFrame:
     frame = table.to_pandas()
+    if "true_prev" not in frame.columns:  # a study's cell (run_cells): its own columns, as written
+        return frame
     frame["true_prev"] = [tuple(float(v) for v in p) for p in frame["true_prev"]]
     return frame[RESULT_COLUMNS]
 
@@ -613,3 +617,138 @@ def load_results(results, **where) -> pd.DataFrame:
         df = df.sort_values(["dataset", "classifier", "method"], kind="stable", ignore_index=True)
     df.attrs["failed"] = failed.to_dict("records")
     return df
+
+
+# ---- any study whose unit of work is a function of a key: the same files, checksums, failures and backends ----
+def _run_cell(work, kwargs, key, fname, budget, results_dir):
+    """One generic cell in a worker: ``work(**kwargs)`` within ``budget`` seconds and with one BLAS thread; the
+    frame (or the failure record) is written when ``results_dir`` is visible here. Returns ``[(fname, key, frame or
+    None, failure or None, timing)]`` as :func:`_run_pair` does."""
+    visible = results_dir is not None and os.path.isdir(results_dir)
+    t0 = time.perf_counter()
+    try:
+        with threadpool_limits(limits=1), _guarded(budget):
+            frame = work(**kwargs)
+            frame = _to_frame(_to_table(frame, key))  # the dtypes a cell has when read back
+    except (Exception, CellTimeout) as exc:
+        failure = _failure(key, exc, time.perf_counter() - t0, budget)
+        if visible:
+            _write_failure(Path(results_dir) / fname, failure)
+        return [(fname, key, None, failure, None)]
+    timing = {"cell_seconds": round(time.perf_counter() - t0, 4), "prepare_seconds": 0.0}
+    if visible:
+        _write_cell(Path(results_dir) / fname, frame, key, timing)
+    return [(fname, key, frame, None, timing)]
+
+
+def run_cells(work, cells, results=None, *, n_jobs: int = 1, backend: str = "loky", scheduler=None,
+              progress: bool = True, cell_timeout: float | None = DEFAULT_CELL_TIMEOUT) -> pd.DataFrame:
+    """Run ``work(**kwargs)`` for every cell of ``cells``, resumably, with :func:`run_grid`'s machinery: one parquet
+    file per finished cell with its sha256 checksum file, a failure record (``.failed.json``) for a cell that
+    raises or runs past ``cell_timeout`` (the run goes on; a re-run retries it), reuse of a cell whose key is
+    unchanged, any joblib backend (``"loky"``, ``"dask"``, ``"ray"``; ``scheduler`` as in :func:`run_grid`).
+
+    ``work``: a picklable function returning a DataFrame (module level, e.g.
+    :func:`capshift.selection.study_cell`). ``cells``: list of ``(key, kwargs)``: ``key`` a JSON-serialisable dict
+    with the fields ``dataset``, ``classifier``, ``method`` (they name the file) and every parameter that changes
+    the numbers; ``capshift.__version__`` and :func:`code_fingerprint` are added to it here. Returns the finished
+    cells' frames concatenated in the order of ``cells``; ``df.attrs["cells"]`` and ``df.attrs["failed"]`` as
+    :func:`run_grid`. Raises ValueError/TypeError for bad arguments before any work.
+    """
+    if not callable(work):
+        raise TypeError(f"work must be a function returning a DataFrame, got {type(work).__name__}")
+    cells = list(cells)
+    if not cells:
+        raise ValueError("cells is empty: pass at least one (key, kwargs) pair")
+    for key, kwargs in cells:
+        if not (isinstance(key, dict) and {"dataset", "classifier", "method"} <= set(key)):
+            raise ValueError(f"every cell key must be a dict with dataset, classifier and method, got {key!r}")
+        if not isinstance(kwargs, dict):
+            raise TypeError(f"a cell's kwargs must be a dict, got {type(kwargs).__name__}")
+    n_jobs = check_int(n_jobs, "n_jobs", min_value=None)
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be a positive number of workers or negative (-1 = all cores), got 0")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if scheduler is not None and backend == "loky":
+        raise ValueError("scheduler is only for backend='dask' or 'ray'; with backend='loky' leave it None")
+    if cell_timeout is not None:
+        cell_timeout = check_fraction(cell_timeout, "cell_timeout", 0.0, math.inf)
+    if results is not None:
+        results = _check_results_dir(results)
+    order, frames, todo = [], {}, []
+    for key, kwargs in cells:
+        key = json.loads(json.dumps({**key, "version": __version__, "code": code_fingerprint()}))
+        fname = _file_name(key)
+        order.append(fname)
+        found = _read_cell(results / fname) if results is not None else None
+        if found is not None and found[0] == key:
+            frames[fname] = found[1]
+        else:
+            todo.append((key, kwargs, fname))
+    counts = {"reused": len(frames), "computed": 0, "failed": 0}
+    failures = []
+    if progress and results is not None:
+        tqdm.write(f"{results}: {counts['reused']} cell(s) reused, {len(todo)} to compute", file=sys.stderr)
+    if todo:
+        where = None if results is None else str(results)
+        bar = tqdm(total=len(todo), desc="cells", unit="cell", disable=not progress)
+        with _backend(backend, scheduler, n_jobs) as jobs:
+            tasks = [delayed(_run_cell)(work, kwargs, key, fname, cell_timeout, where) for key, kwargs, fname in todo]
+            try:
+                for out in _results_as_done(tasks, jobs, backend):
+                    for fname, key, frame, failure, timing in out:
+                        if failure is not None:
+                            if results is not None and not (results / fname).with_suffix(_FAILED).is_file():
+                                _write_failure(results / fname, failure)
+                            failures.append(failure)
+                            counts["failed"] += 1
+                            continue
+                        if results is not None and not (results / fname).is_file():
+                            _write_cell(results / fname, frame, key, timing)
+                        frames[fname] = frame
+                        counts["computed"] += 1
+                    bar.update(len(out))
+            finally:
+                bar.close()
+    parts = [frames[f] for f in order if f in frames]
+    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    failed = _failed_frame([{**{f: r["key"][f] for f in ("dataset", "classifier", "method")}, "reason": r["reason"],
+                             "seconds": r["seconds"]} for r in failures])
+    if len(failed):
+        warnings.warn(_failed_message(failed, "run_cells"), FailedCellsWarning, stacklevel=2)
+    df.attrs["cells"], df.attrs["failed"] = counts, failed.to_dict("records")
+    return df
+
+
+def run_selection_study(datasets, results=None, *, families=selection.FAMILIES, n_samples: int = 1000,
+                        sample_size: int = 100, seed: int = 0, methods=selection.STUDY_METHODS,
+                        cautious: str | None = "O-LEAP_KDEy", measure: str = "accuracy", mlp_hidden=(100,),
+                        mlp_max_iter: int = 200, grid: str = "paper", n_jobs: int = 1, backend: str = "loky",
+                        scheduler=None, progress: bool = True, cell_timeout: float | None = None) -> pd.DataFrame:
+    """The model-selection study (chapter ``model_selection``) through :func:`run_cells`: one cell per dataset
+    (:func:`capshift.selection.study_cell`: every candidate of ``families``, the CAP methods ``methods``, the
+    cautious selector on ``cautious``' intervals; ``grid``: :func:`capshift.selection.candidate_grid`'s size),
+    resumable and on any backend. Returns the candidate table of
+    every finished dataset (apply :func:`capshift.selection.selections`). ``cell_timeout`` None: no budget (a
+    cell of the full study takes minutes). Raises ValueError for an unknown dataset, family, method or measure,
+    before any work."""
+    datasets = _check_grid_args(datasets, "datasets")
+    _datasets.check_names(datasets)
+    fams = selection.check_families(families)
+    methods = [registry.get(m).name for m in ([methods] if isinstance(methods, str) else methods)]
+    if cautious is not None and cautious not in methods:
+        raise ValueError(f"cautious={cautious!r} must be one of methods {methods}")
+    get_measure(measure)
+    params = dict(families=fams, n_samples=check_int(n_samples, "n_samples"),
+                  sample_size=check_int(sample_size, "sample_size"), seed=int(seed), methods=methods,
+                  cautious=cautious, measure=measure, mlp_hidden=[int(h) for h in mlp_hidden],
+                  mlp_max_iter=check_int(mlp_max_iter, "mlp_max_iter"))
+    if grid not in selection.GRID_SIZES:
+        raise ValueError(f"grid must be one of {selection.GRID_SIZES}, got {grid!r}")
+    if grid != "paper":  # the paper's grid keeps the keys of cells computed before the option existed
+        params["grid"] = grid
+    cells = [({"dataset": d, "classifier": "candidates", "method": "selection", **params,
+               "interval_params": selection.STUDY_INTERVALS}, {"dataset": d, **params}) for d in datasets]
+    return run_cells(selection.study_cell, cells, results, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+                     progress=progress, cell_timeout=cell_timeout)

@@ -188,6 +188,13 @@ class Quantifier:
         self.q_, self.n_features_in_, self.n_classes_ = q_, X_val.shape[1], n_classes
         return self.set_kdey_backend(backend)  # per fit: the capshift backend caches the centres and norms
 
+    def unfitted(self) -> "Quantifier":
+        """An unfitted quantifier of the same kind and parameters (what a method refitted on part of V needs:
+        a quantifier fitted on all of V would be evaluated on its own training items). Subclasses that share
+        work between copies (:class:`capshift.selection.SharedQuantifier`) return their own kind."""
+        return Quantifier(self.method, classifier=self.classifier, random_state=self.random_state,
+                          bandwidth=self.bandwidth)
+
     def set_kdey_backend(self, backend: str):
         """Switch a fitted KDEy-ML quantifier's inference to ``backend`` ("capshift" or "quapy") without
         refitting (the fitted QuaPy model is shared). Returns self. ValueError/TypeError for another name."""
