@@ -485,30 +485,3 @@ def test_progress_reports_reused_computed_and_failed(tmp_path, capsys):
     assert "0 cell(s) reused, 1 to compute" in err and "cells: 0 reused, 1 computed, 0 failed" in err
     grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path, **{**KW, "progress": True})
     assert "cells: 1 reused, 0 computed, 0 failed" in capsys.readouterr().err
-
-
-def test_the_tasks_warnings_are_reported_once_per_kind(tmp_path, monkeypatch):
-    # each cell warns (as a CalibrationWarning of every cell of a big study would): the run reports one warning per
-    # category with the count and the most frequent messages, not one line per cell
-    import warnings
-
-    from capshift._validation import CalibrationWarning
-
-    real = experiment.method_frame
-
-    def warns(ctx, name, *args):
-        warnings.warn(f"{name} is poorly calibrated here", CalibrationWarning)
-        warnings.warn("the same note from every cell", CalibrationWarning)
-        return real(ctx, name, *args)
-
-    monkeypatch.setattr(grid, "method_frame", warns)
-    with warnings.catch_warnings(record=True) as rec:
-        warnings.simplefilter("always")
-        df = grid.run_grid(**dict(GRID, classifiers=["lr"]), results=tmp_path, **KW)
-    assert df.attrs["cells"]["computed"] == 6
-    mine = [w for w in rec if issubclass(w.category, CalibrationWarning)]
-    assert len(mine) == 1, [str(w.message) for w in mine]
-    text = str(mine[0].message)
-    assert text.startswith("12 CalibrationWarning(s) in the tasks of run_grid, 4 distinct")
-    assert "the same note from every cell (x6)" in text and "and 1 other message(s)" in text
-    assert mine[0].filename == __file__  # it points at the caller of run_grid

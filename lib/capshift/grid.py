@@ -356,47 +356,6 @@ def _backend(backend, scheduler, n_jobs):
             yield n_jobs
 
 
-def _collected(fn, *args):
-    """Run one task and return ``(its result, its warnings)``: ``[((category, message), count)]``, so that the
-    caller reports each kind of warning once for the whole run (:func:`_warn_collected`) rather than every
-    worker printing each of its own (about 1,400 lines in the five-classifier study). Collected only in a
-    process's main thread (``warnings.catch_warnings`` is not thread-safe; on Dask's worker threads the
-    warnings pass as before). If the task raises, its warnings are shown as they came, then the error."""
-    if threading.current_thread() is not threading.main_thread():
-        return fn(*args), []
-    caught = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            out = fn(*args)
-    except BaseException:
-        for w in caught:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        raise
-    counts: dict = {}
-    for w in caught:
-        counts[w.category, str(w.message)] = counts.get((w.category, str(w.message)), 0) + 1
-    return out, list(counts.items())
-
-
-def _shorter(message: str, width: int = 200) -> str:
-    return message if len(message) <= width else message[:width - 1] + "…"
-
-
-def _warn_collected(collected: dict, where: str) -> None:
-    """One warning per category for the warnings the tasks of ``where`` raised (``collected``: (category,
-    message) -> count), with their number and the most frequent messages."""
-    by_category: dict = {}
-    for (category, message), n in collected.items():
-        by_category.setdefault(category, []).append((n, message))
-    for category, items in by_category.items():
-        items.sort(key=lambda t: -t[0])
-        top = "; ".join(f"{_shorter(message)} (x{n})" for n, message in items[:3])
-        more = f"; and {len(items) - 3} other message(s)" if len(items) > 3 else ""
-        warnings.warn(f"{sum(n for n, _ in items)} {category.__name__}(s) in the tasks of {where}, "
-                      f"{len(items)} distinct: {top}{more}", category, stacklevel=3)
-
-
 def _results_as_done(tasks, n_jobs, backend):
     """The tasks' results as they finish (joblib's ``generator_unordered``); Ray's joblib backend has no
     generator, so there the tasks go in rounds of a few per worker (progress and results per round)."""
@@ -539,13 +498,10 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
     if n_todo:
         where = None if results is None else str(results)
         bar = tqdm(total=n_todo, desc="cells", unit="cell", disable=not progress)
-        collected: dict = {}
         with _backend(backend, scheduler, n_jobs) as jobs:
-            tasks = [delayed(_collected)(_run_pair, d, c, cells, params, where) for (d, c), cells in todo.items()]
+            tasks = [delayed(_run_pair)(d, c, cells, params, where) for (d, c), cells in todo.items()]
             try:
-                for out, caught in _results_as_done(tasks, jobs, backend):
-                    for k, n in caught:
-                        collected[k] = collected.get(k, 0) + n
+                for out in _results_as_done(tasks, jobs, backend):
                     for fname, key, frame, failure, timing in out:
                         if failure is not None:
                             if results is not None and not (results / fname).with_suffix(_FAILED).is_file():
@@ -560,7 +516,6 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
                     bar.update(len(out))
             finally:
                 bar.close()
-                _warn_collected(collected, "run_grid")
     if progress:
         tqdm.write(f"cells: {counts['reused']} reused, {counts['computed']} computed, {counts['failed']} failed",
                    file=sys.stderr)
@@ -738,13 +693,10 @@ def run_cells(work, cells, results=None, *, n_jobs: int = 1, backend: str = "lok
     if todo:
         where = None if results is None else str(results)
         bar = tqdm(total=len(todo), desc="cells", unit="cell", disable=not progress)
-        collected: dict = {}
         with _backend(backend, scheduler, n_jobs) as jobs:
-            tasks = [delayed(_collected)(_run_cell, work, kwargs, key, fname, cell_timeout, where) for key, kwargs, fname in todo]
+            tasks = [delayed(_run_cell)(work, kwargs, key, fname, cell_timeout, where) for key, kwargs, fname in todo]
             try:
-                for out, caught in _results_as_done(tasks, jobs, backend):
-                    for k, n in caught:
-                        collected[k] = collected.get(k, 0) + n
+                for out in _results_as_done(tasks, jobs, backend):
                     for fname, key, frame, failure, timing in out:
                         if failure is not None:
                             if results is not None and not (results / fname).with_suffix(_FAILED).is_file():
@@ -759,7 +711,6 @@ def run_cells(work, cells, results=None, *, n_jobs: int = 1, backend: str = "lok
                     bar.update(len(out))
             finally:
                 bar.close()
-                _warn_collected(collected, "run_cells")
     parts = [frames[f] for f in order if f in frames]
     df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     failed = _failed_frame([{**{f: r["key"][f] for f in ("dataset", "classifier", "method")}, "reason": r["reason"],
