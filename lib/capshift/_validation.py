@@ -31,7 +31,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["CAPWarning", "InsufficientEvidenceWarning", "DegenerateClassifierWarning", "CalibrationWarning",
+__all__ = ["check_samples", "CAPWarning", "InsufficientEvidenceWarning", "DegenerateClassifierWarning", "CalibrationWarning",
            "check_class_evidence",
            "ATOL", "MAX_SEED", "check_X", "check_labels", "check_classifier", "predict_codes",
            "check_distribution", "check_every_class", "check_int", "check_seed", "check_fraction", "check_fitted", "check_finite_array"]
@@ -123,6 +123,27 @@ def check_finite_array(a, name: str, ndim: int | None = None, low=None, high=Non
     if high is not None and np.any(arr > high):
         raise ValueError(f"{name} must be <= {high}, got max {arr.max():.6g}")
     return arr
+
+
+def check_samples(samples, n_features: int, single: bool = False) -> list:
+    """A list of test samples, each checked by :func:`check_X` (shape ``(m_i, d)`` with ``d = n_features``).
+
+    ``single``: ``samples`` is one sample, named ``X`` in errors (returned as a one-item list). A 3-d array
+    (k, m, d) is k samples. Raises TypeError for a single array, a sparse matrix, a DataFrame or a non-sequence
+    where a list is expected (one sample: ``predict(X)`` or ``[X]``), ValueError for an empty list, and
+    check_X's errors naming ``samples[i]``."""
+    if single:
+        return [check_X(samples, "X", n_features=n_features)]
+    if isinstance(samples, np.ndarray) and samples.ndim == 3:
+        samples = list(samples)
+    if isinstance(samples, (str, bytes, np.ndarray)) or sp.issparse(samples) or hasattr(samples, "iloc") \
+            or not hasattr(samples, "__len__"):
+        raise TypeError(f"samples must be a list of 2-d arrays, one per test sample, got {type(samples).__name__}; "
+                        "for a single sample use predict(X) or pass [X]")
+    samples = list(samples)
+    if not samples:
+        raise ValueError("samples is empty: pass a list with at least one sample")
+    return [check_X(X, f"samples[{i}]", n_features=n_features) for i, X in enumerate(samples)]
 
 
 def check_X(X, name: str = "X", n_features: int | None = None, accept_sparse: bool = True):

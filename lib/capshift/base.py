@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ._validation import (ATOL, DegenerateClassifierWarning, check_class_evidence, check_classifier, check_distribution,
-                          check_every_class, check_fitted, check_fraction, check_labels, check_seed, check_X,
+                          check_every_class, check_fitted, check_fraction, check_labels, check_samples, check_seed, check_X,
                           predict_codes)
 from .conformal import ConformalInterval
 from .tables import contingency_table, get_measure
@@ -176,18 +176,7 @@ class CAPEstimator(BaseEstimator):
     def _check_samples(self, samples, single=False):
         """Validated list of samples (each (m_i, d)); ``single``: one sample named ``X``."""
         self._check_fitted()
-        if single:
-            return [check_X(samples, "X", n_features=self.n_features_in_)]
-        if isinstance(samples, np.ndarray) and samples.ndim == 3:
-            samples = list(samples)
-        if isinstance(samples, (str, bytes, np.ndarray)) or sp.issparse(samples) or hasattr(samples, "iloc") \
-                or not hasattr(samples, "__len__"):
-            raise TypeError(f"samples must be a list of 2-d arrays, one per test sample, got {type(samples).__name__}; "
-                            "for a single sample use predict(X) or pass [X]")
-        samples = list(samples)
-        if not samples:
-            raise ValueError("samples is empty: pass a list with at least one sample")
-        return [check_X(X, f"samples[{i}]", n_features=self.n_features_in_) for i, X in enumerate(samples)]
+        return check_samples(samples, self.n_features_in_, single)
 
     def _check_prevalences(self, prevalences, k, single=False):
         if prevalences is None:

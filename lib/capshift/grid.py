@@ -451,26 +451,7 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
             raise ValueError(f"unknown classifier {c!r} in classifiers; choose from {sorted(CLASSIFIERS)}")
     _, measures = check_run_args(classifiers[0], methods, protocol, n_samples, sample_size, measures, seed, solver)
     methods = list(dict.fromkeys(registry.get(m).name for m in methods))
-    n_jobs = check_int(n_jobs, "n_jobs", min_value=None)
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be a positive number of workers or negative (-1 = all cores), got 0")
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if scheduler is not None and backend == "loky":
-        raise ValueError("scheduler is only for backend='dask' or 'ray'; with backend='loky' leave it None")
-    if backend == "ray":
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise ValueError("backend='ray' needs Ray, which is not installed here: pip install 'capshift[ray]' "
-                             "or 'ray[default]' (or use backend='dask')") from None
-    if backend == "dask" and scheduler is not None and not isinstance(scheduler, str):
-        from distributed import Client
-        if not isinstance(scheduler, Client):
-            raise TypeError(f"scheduler must be a scheduler address (str) or a distributed.Client, "
-                            f"got {type(scheduler).__name__}")
-    if cell_timeout is not None:  # seconds, positive and finite (None: no budget)
-        cell_timeout = check_fraction(cell_timeout, "cell_timeout", 0.0, math.inf)
+    n_jobs, cell_timeout = _check_backend_args(n_jobs, backend, scheduler, cell_timeout)
     if results is not None:
         results = _check_results_dir(results)
 
@@ -491,15 +472,50 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
                     todo.setdefault((d, c), []).append((m, key, fname))
 
     n_todo = sum(map(len, todo.values()))
+    where = None if results is None else str(results)
+    tasks = [delayed(_run_pair)(d, c, cells, params, where) for (d, c), cells in todo.items()]
+    counts, failures = _run_tasks(tasks, n_todo, results, frames, progress, backend, scheduler, n_jobs)
+    return _finish(order, frames, counts, failures, "run_grid", RESULT_COLUMNS)
+
+
+def _check_backend_args(n_jobs, backend, scheduler, cell_timeout) -> tuple[int, float | None]:
+    """``(n_jobs, cell_timeout)`` checked as :func:`run_grid` and :func:`run_cells` take them (ValueError /
+    TypeError naming the argument), with the backend and scheduler; before any work."""
+    n_jobs = check_int(n_jobs, "n_jobs", min_value=None)
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be a positive number of workers or negative (-1 = all cores), got 0")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if scheduler is not None and backend == "loky":
+        raise ValueError("scheduler is only for backend='dask' or 'ray'; with backend='loky' leave it None")
+    if backend == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ValueError("backend='ray' needs Ray, which is not installed here: pip install 'capshift[ray]' "
+                             "or 'ray[default]' (or use backend='dask')") from None
+    if backend == "dask" and scheduler is not None and not isinstance(scheduler, str):
+        from distributed import Client
+        if not isinstance(scheduler, Client):
+            raise TypeError(f"scheduler must be a scheduler address (str) or a distributed.Client, "
+                            f"got {type(scheduler).__name__}")
+    if cell_timeout is not None:  # seconds, positive and finite (None: no budget)
+        cell_timeout = check_fraction(cell_timeout, "cell_timeout", 0.0, math.inf)
+    return n_jobs, cell_timeout
+
+
+def _run_tasks(tasks, n_todo, results, frames, progress, backend, scheduler, n_jobs) -> tuple[dict, list]:
+    """Run the delayed ``tasks`` (each returning ``[(file name, key, frame or None, failure or None, timing)]``
+    for ``n_todo`` cells in all) on the backend, as they finish: a cell or failure record that a worker could not
+    write (``results`` not visible there) is written here, and ``frames`` gets every computed frame. Returns
+    ``(counts, failures)``: ``counts`` has ``reused`` (the frames given), ``computed`` and ``failed``."""
     counts = {"reused": len(frames), "computed": 0, "failed": 0}
     failures = []
     if progress and results is not None:
         tqdm.write(f"{results}: {counts['reused']} cell(s) reused, {n_todo} to compute", file=sys.stderr)
     if n_todo:
-        where = None if results is None else str(results)
         bar = tqdm(total=n_todo, desc="cells", unit="cell", disable=not progress)
         with _backend(backend, scheduler, n_jobs) as jobs:
-            tasks = [delayed(_run_pair)(d, c, cells, params, where) for (d, c), cells in todo.items()]
             try:
                 for out in _results_as_done(tasks, jobs, backend):
                     for fname, key, frame, failure, timing in out:
@@ -519,12 +535,18 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
     if progress:
         tqdm.write(f"cells: {counts['reused']} reused, {counts['computed']} computed, {counts['failed']} failed",
                    file=sys.stderr)
+    return counts, failures
+
+
+def _finish(order, frames, counts, failures, where: str, columns=None) -> pd.DataFrame:
+    """The frames in ``order`` concatenated, with ``attrs["cells"]`` and ``attrs["failed"]``; a
+    :class:`FailedCellsWarning` (naming ``where``) lists the failed cells. ``columns``: of the empty frame."""
     parts = [frames[f] for f in order if f in frames]
-    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
+    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
     failed = _failed_frame([{**{f: r["key"][f] for f in ("dataset", "classifier", "method")}, "reason": r["reason"],
                              "seconds": r["seconds"]} for r in failures])
     if len(failed):
-        warnings.warn(_failed_message(failed, "run_grid"), FailedCellsWarning, stacklevel=2)
+        warnings.warn(_failed_message(failed, where), FailedCellsWarning, stacklevel=3)
     df.attrs["cells"], df.attrs["failed"] = counts, failed.to_dict("records")
     return df
 
@@ -665,15 +687,7 @@ def run_cells(work, cells, results=None, *, n_jobs: int = 1, backend: str = "lok
             raise ValueError(f"every cell key must be a dict with dataset, classifier and method, got {key!r}")
         if not isinstance(kwargs, dict):
             raise TypeError(f"a cell's kwargs must be a dict, got {type(kwargs).__name__}")
-    n_jobs = check_int(n_jobs, "n_jobs", min_value=None)
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be a positive number of workers or negative (-1 = all cores), got 0")
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if scheduler is not None and backend == "loky":
-        raise ValueError("scheduler is only for backend='dask' or 'ray'; with backend='loky' leave it None")
-    if cell_timeout is not None:
-        cell_timeout = check_fraction(cell_timeout, "cell_timeout", 0.0, math.inf)
+    n_jobs, cell_timeout = _check_backend_args(n_jobs, backend, scheduler, cell_timeout)
     if results is not None:
         results = _check_results_dir(results)
     order, frames, todo = [], {}, []
@@ -686,39 +700,10 @@ def run_cells(work, cells, results=None, *, n_jobs: int = 1, backend: str = "lok
             frames[fname] = found[1]
         else:
             todo.append((key, kwargs, fname))
-    counts = {"reused": len(frames), "computed": 0, "failed": 0}
-    failures = []
-    if progress and results is not None:
-        tqdm.write(f"{results}: {counts['reused']} cell(s) reused, {len(todo)} to compute", file=sys.stderr)
-    if todo:
-        where = None if results is None else str(results)
-        bar = tqdm(total=len(todo), desc="cells", unit="cell", disable=not progress)
-        with _backend(backend, scheduler, n_jobs) as jobs:
-            tasks = [delayed(_run_cell)(work, kwargs, key, fname, cell_timeout, where) for key, kwargs, fname in todo]
-            try:
-                for out in _results_as_done(tasks, jobs, backend):
-                    for fname, key, frame, failure, timing in out:
-                        if failure is not None:
-                            if results is not None and not (results / fname).with_suffix(_FAILED).is_file():
-                                _write_failure(results / fname, failure)
-                            failures.append(failure)
-                            counts["failed"] += 1
-                            continue
-                        if results is not None and not (results / fname).is_file():
-                            _write_cell(results / fname, frame, key, timing)
-                        frames[fname] = frame
-                        counts["computed"] += 1
-                    bar.update(len(out))
-            finally:
-                bar.close()
-    parts = [frames[f] for f in order if f in frames]
-    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    failed = _failed_frame([{**{f: r["key"][f] for f in ("dataset", "classifier", "method")}, "reason": r["reason"],
-                             "seconds": r["seconds"]} for r in failures])
-    if len(failed):
-        warnings.warn(_failed_message(failed, "run_cells"), FailedCellsWarning, stacklevel=2)
-    df.attrs["cells"], df.attrs["failed"] = counts, failed.to_dict("records")
-    return df
+    where = None if results is None else str(results)
+    tasks = [delayed(_run_cell)(work, kwargs, key, fname, cell_timeout, where) for key, kwargs, fname in todo]
+    counts, failures = _run_tasks(tasks, len(todo), results, frames, progress, backend, scheduler, n_jobs)
+    return _finish(order, frames, counts, failures, "run_cells")
 
 
 def run_selection_study(datasets, results=None, *, families=selection.FAMILIES, n_samples: int = 1000,

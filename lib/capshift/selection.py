@@ -48,7 +48,7 @@ from sklearn.svm import SVC
 
 from . import datasets, protocols, registry
 from ._validation import (check_classifier, check_fitted, check_fraction, check_int, check_labels, check_seed,
-                          check_X, predict_codes)
+                          check_samples, check_X, predict_codes)
 from .quantifiers import Quantifier
 from .significance import compare_groups, significance
 from .tables import contingency_table, get_measure
@@ -386,18 +386,7 @@ class TransductiveSelector(BaseEstimator):
     # -- prediction ------------------------------------------------------------------------------
     def _samples(self, samples, single=False):
         self._check_fitted()
-        if single:
-            return [check_X(samples, "X", n_features=self.n_features_in_)]
-        if isinstance(samples, np.ndarray) and samples.ndim == 3:
-            samples = list(samples)
-        if isinstance(samples, (str, bytes, np.ndarray)) or sp.issparse(samples) or hasattr(samples, "iloc") \
-                or not hasattr(samples, "__len__"):
-            raise TypeError(f"samples must be a list of 2-d arrays, one per test sample, got "
-                            f"{type(samples).__name__}; for a single sample use predict(X) or pass [X]")
-        samples = list(samples)
-        if not samples:
-            raise ValueError("samples is empty: pass a list with at least one sample")
-        return [check_X(X, f"samples[{i}]", n_features=self.n_features_in_) for i, X in enumerate(samples)]
+        return check_samples(samples, self.n_features_in_, single)
 
     def _prevalences(self, prevalences, k, single=False):
         if prevalences is None:
