@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import subprocess
 import sys
 import time
 import warnings
@@ -28,6 +27,7 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
+from _recording import git_commit, write_recording
 from capshift import datasets, protocols, shift
 from capshift.leap import OLEAP
 from capshift.pps_check import pps_test
@@ -75,13 +75,11 @@ def main(argv=None):
                      "true_accuracy": float(np.mean(h.predict(Xs) == ys)), "oleap_kdey": ol.predict(Xs)})
     df = pd.DataFrame(rows)
     wall = time.perf_counter() - t0
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    with open(args.out, "w") as f:
-        f.write(f"# capshift: PPS diagnostic candidates (O-LEAP residual vs classifier two-sample test), marketing, "
-                f"global covariate shift protocol, measured {datetime.date.today()}\n")
-        f.write(f"# command: python benchmarks/pps_diagnostic_choice.py {' '.join(argv or sys.argv[1:])}\n")
-        f.write(f"# commit: {commit}; wall time: {wall:.0f} s; machine: 2 cores (shared)\n")
-        df.to_csv(f, index=False)
+    write_recording(args.out, [
+        f"capshift: PPS diagnostic candidates (O-LEAP residual vs classifier two-sample test), marketing, "
+        f"global covariate shift protocol, measured {datetime.date.today()}",
+        f"command: python benchmarks/pps_diagnostic_choice.py {' '.join(argv or sys.argv[1:])}",
+        f"commit: {git_commit()}; wall time: {wall:.0f} s; machine: 2 cores (shared)"], df)
     print(df.groupby("alpha_U")[["p_residual", "p_c2st"]].agg(lambda s: (s < 0.05).mean()))
 
 

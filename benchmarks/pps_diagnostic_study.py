@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import platform
-import subprocess
 import sys
 import time
 
 import pandas as pd
 
+from _recording import git_commit, write_recording
 from capshift import datasets
 from capshift.estimate import diagnostic_study
 
@@ -43,13 +43,11 @@ def main(argv=None):
         print(name, f"{time.perf_counter() - t0:.0f} s", flush=True)
     out = pd.concat(frames, ignore_index=True)
     wall = time.perf_counter() - t0
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    with open(args.out, "w") as f:
-        f.write(f"# capshift: size and power of the PPS diagnostic (pps_check.pps_test) under the dataset-shift "
-                f"protocols, measured {datetime.date.today()}\n")
-        f.write(f"# command: PYTHONPATH=lib python benchmarks/pps_diagnostic_study.py {' '.join(argv or sys.argv[1:])}\n")
-        f.write(f"# commit: {commit}; wall time: {wall:.0f} s; machine: 2 cores (shared), {platform.platform()}\n")
-        out.to_csv(f, index=False)
+    write_recording(args.out, [
+        f"capshift: size and power of the PPS diagnostic (pps_check.pps_test) under the dataset-shift "
+        f"protocols, measured {datetime.date.today()}",
+        f"command: PYTHONPATH=lib python benchmarks/pps_diagnostic_study.py {' '.join(argv or sys.argv[1:])}",
+        f"commit: {git_commit()}; wall time: {wall:.0f} s; machine: 2 cores (shared), {platform.platform()}"], out)
     print(out.groupby(["dataset", "protocol", "degree"])["rejected"].mean().to_string())
 
 
