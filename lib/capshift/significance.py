@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import mannwhitneyu, wilcoxon
+from scipy.stats import mannwhitneyu, norm, wilcoxon
 
-__all__ = ["significance", "wilcoxon_marks", "min_wilcoxon_p", "against_reference", "compare_groups"]
+__all__ = ["significance", "wilcoxon_marks", "min_wilcoxon_p", "against_reference", "compare_groups", "power",
+           "samples_needed", "verdict", "RANK_ARE", "MIN_POWER"]
+
+#: Asymptotic relative efficiency of the rank tests (Wilcoxon signed-rank, Mann-Whitney U) to the t test on
+#: normal data, 3/π (Hodges & Lehmann 1956): a rank test on n samples has about the power of a t test on
+#: ``RANK_ARE * n``.
+RANK_ARE = 3 / np.pi
+#: A test with less power than this to see the paper's effect cannot support "not reproduced".
+MIN_POWER = 0.8
 
 
 def significance(results: pd.DataFrame, by="dataset", pair=("sample",), method: str = "method",
@@ -181,3 +189,75 @@ def compare_groups(results: pd.DataFrame, split: str, low, high, by=("method",),
         change = "no significant change" if p >= alpha else ("rises" if b.mean() > a.mean() else "falls")
         rows.append((*key, float(a.mean()), float(b.mean()), len(a), len(b), p, change))
     return pd.DataFrame(rows, columns=by + ["mean_low", "mean_high", "n_low", "n_high", "pvalue", "change"])
+
+
+def _power_args(effect, sd, alpha):
+    effect, sd, alpha = float(effect), float(sd), float(alpha)
+    if not np.isfinite(effect):
+        raise ValueError(f"effect must be a finite difference of means, got {effect!r}")
+    if not np.isfinite(sd) or sd < 0:
+        raise ValueError(f"sd must be a finite standard deviation >= 0, got {sd!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    return abs(effect), sd, alpha
+
+
+def power(effect: float, sd: float, n: int, alpha: float = 0.05, n_other: int | None = None) -> float:
+    """Power of a two-sided rank test at level ``alpha`` to see a true mean difference ``effect``.
+
+    Paired (``n_other`` None): the Wilcoxon signed-rank test on ``n`` pairs whose differences have standard
+    deviation ``sd``. Unpaired (``n_other`` given): the Mann-Whitney U test of ``n`` against ``n_other``
+    samples, each of standard deviation ``sd``. Normal approximation of the t test's power on the
+    effective sample size (``RANK_ARE`` times the samples): with ``z = |effect| / se``,
+    ``power = Φ(z − z_{1−α/2}) + Φ(−z − z_{1−α/2})``, ``se = sd / √(ARE·n)`` (paired) or
+    ``sd · √((1/n + 1/n_other) / ARE)``. ``sd = 0`` gives power 1 for a non-zero effect.
+
+    Use it with the *paper's* effect and *our* spread: it says whether our samples could have seen what the
+    paper reports. Returns a float in [alpha, 1]. Raises ValueError for n < 2, sd < 0, alpha outside (0, 1).
+    """
+    effect, sd, alpha = _power_args(effect, sd, alpha)
+    if int(n) != n or n < 2 or (n_other is not None and (int(n_other) != n_other or n_other < 2)):
+        raise ValueError(f"n and n_other must be integers >= 2, got {n!r} and {n_other!r}")
+    if effect == 0:
+        return alpha
+    if sd == 0:
+        return 1.0
+    se = sd / np.sqrt(RANK_ARE * n) if n_other is None else sd * np.sqrt((1 / n + 1 / n_other) / RANK_ARE)
+    z, crit = effect / se, norm.ppf(1 - alpha / 2)
+    return float(norm.cdf(z - crit) + norm.cdf(-z - crit))
+
+
+def samples_needed(effect: float, sd: float, alpha: float = 0.05, target: float = MIN_POWER,
+                   paired: bool = True) -> int:
+    """The smallest n (pairs, or samples per group when ``paired`` is False) at which :func:`power` reaches
+    ``target``. Returns an int >= 2; raises ValueError for a zero effect (no n suffices) or bad arguments."""
+    effect, sd, alpha = _power_args(effect, sd, alpha)
+    if not 0 < target < 1:
+        raise ValueError(f"target must be a power in (0, 1), got {target!r}")
+    if effect == 0:
+        raise ValueError("effect is 0: no number of samples can detect it")
+    z = norm.ppf(1 - alpha / 2) + norm.ppf(target)
+    n = int(np.ceil((z * sd / effect) ** 2 / RANK_ARE * (1 if paired else 2)))
+    n = max(n, 2)
+    while power(effect, sd, n, alpha, None if paired else n) < target:  # the two-sided term's rounding
+        n += 1
+    return n
+
+
+def verdict(pvalue: float, agrees: bool, power_: float, alpha: float = 0.05, min_power: float = MIN_POWER) -> str:
+    """The word for a paper's finding tested on our samples, with its rule and its power.
+
+    - ``"reproduced"``: the test rejects (``pvalue < alpha``) and our effect has the paper's sign (``agrees``);
+    - ``"contradicted"``: the test rejects with the opposite sign;
+    - ``"not reproduced"``: no rejection although the test had the power (``power_ >= min_power``) to see the
+      paper's effect;
+    - ``"not enough evidence"``: no rejection, and the test could not have seen the paper's effect.
+
+    Raises ValueError for a p-value or power outside [0, 1].
+    """
+    for name, v in (("pvalue", pvalue), ("power_", power_)):
+        if not 0 <= float(v) <= 1:
+            raise ValueError(f"{name} must be in [0, 1], got {v!r}")
+    if pvalue < alpha:
+        return "reproduced" if agrees else "contradicted"
+    return "not reproduced" if power_ >= min_power else "not enough evidence"
