@@ -207,3 +207,58 @@ def test_wilcoxon_marks_rows_in_numeric_order():
             for s in range(6) for m in "AB"]
     df = pd.DataFrame(rows, columns=["degree", "sample_id", "method", "ae"]).assign(trial=0)
     assert wilcoxon_marks(df).index.tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0]
+
+
+# ----------------------------------------------------------------------------------- power of the tests (issue 28)
+def test_power_closed_form_and_limits():
+    from scipy.stats import norm
+
+    from capshift.significance import RANK_ARE, power
+    # paired: z = effect / (sd / sqrt(ARE n)); two-sided
+    z = 0.01 / (0.05 / np.sqrt(RANK_ARE * 100))
+    assert power(0.01, 0.05, 100) == pytest.approx(norm.cdf(z - norm.ppf(0.975)) + norm.cdf(-z - norm.ppf(0.975)), abs=1e-9)
+    assert power(-0.01, 0.05, 100) == power(0.01, 0.05, 100)  # the sign does not matter
+    assert power(0.0, 0.05, 100) == pytest.approx(0.05) and power(0.01, 0.0, 10) == 1.0
+    assert power(0.01, 0.05, 1000) > power(0.01, 0.05, 100) > power(0.01, 0.05, 10)
+    # unpaired: se = sd sqrt((1/n + 1/m) / ARE)
+    z = 0.01 / (0.05 * np.sqrt((1 / 100 + 1 / 300) / RANK_ARE))
+    assert power(0.01, 0.05, 100, n_other=300) == pytest.approx(norm.cdf(z - norm.ppf(0.975)) + norm.cdf(-z - norm.ppf(0.975)),
+                                                                abs=1e-9)
+    for bad in ({"n": 1}, {"sd": -1.0}, {"alpha": 1.5}, {"effect": np.nan}, {"n": 10, "n_other": 1}):
+        kw = {"effect": 0.01, "sd": 0.05, "n": 50, **bad}
+        with pytest.raises(ValueError):
+            power(**kw)
+
+
+def test_power_matches_a_simulated_wilcoxon_test():
+    from scipy.stats import wilcoxon
+
+    from capshift.significance import power
+    rng = np.random.default_rng(0)
+    n, effect, sd, reps = 30, 0.5, 1.0, 2000
+    hits = sum(wilcoxon(rng.normal(effect, sd, n)).pvalue < 0.05 for _ in range(reps))
+    assert abs(hits / reps - power(effect, sd, n)) < 0.04
+
+
+def test_samples_needed_is_the_smallest_n():
+    from capshift.significance import power, samples_needed
+    for paired in (True, False):
+        n = samples_needed(0.01, 0.05, paired=paired)
+        other = (lambda k: None) if paired else (lambda k: k)
+        assert power(0.01, 0.05, n, n_other=other(n)) >= 0.8 > power(0.01, 0.05, n - 1, n_other=other(n - 1))
+    assert samples_needed(0.01, 0.05, target=0.9) > samples_needed(0.01, 0.05)
+    with pytest.raises(ValueError, match="effect is 0"):
+        samples_needed(0.0, 0.05)
+    with pytest.raises(ValueError, match="target"):
+        samples_needed(0.01, 0.05, target=1.0)
+
+
+def test_verdict_words():
+    from capshift.significance import verdict
+    assert verdict(0.001, True, 0.3) == "reproduced"
+    assert verdict(0.001, False, 0.3) == "contradicted"
+    assert verdict(0.4, True, 0.95) == "not reproduced"
+    assert verdict(0.4, True, 0.5) == "not enough evidence"
+    assert verdict(0.04, True, 0.5, alpha=0.01) == "not enough evidence"
+    with pytest.raises(ValueError, match="pvalue"):
+        verdict(1.5, True, 0.5)

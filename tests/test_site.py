@@ -1,15 +1,20 @@
 """The built site in a real browser, and its buttons.
 
-Every page of the CI-profile book (the session build of conftest.py) is loaded in headless Chromium (Debian's
-``chromium`` + ``chromium-driver``, driven by Selenium; ``.ci/run`` installs them when missing) at a 1366-pixel-wide
-window, and must show: math typeset by MathJax (no raw ``$$``/``\\(`` left, no MathJax error), every image loaded,
-every internal link resolving to an existing file and anchor, no SEVERE console error, and no element wider than
-the content column unless it scrolls inside it. What a reader reads must also be readable (issue 19): no
-NaN/nan/inf or ``np.float64(`` in the prose and cell outputs, no pandas RangeIndex column, no table wider than
-the column unless a scrolling box holds it with its first column sticky, every figure with a numbered caption,
-and no visible code line over 88 characters. A screenshot of each page is kept in ``_build/screenshots/``.
+Every page of the CI-profile book (the session build of conftest.py) and, when it is there, of the default build
+(``make book``'s ``_build/html``; ``.ci/run`` builds it first, so CI always checks it) is loaded in headless
+Chromium (Debian's ``chromium`` + ``chromium-driver``, driven by Selenium; ``.ci/run`` installs them when missing)
+at a 1366-pixel-wide window, and must show: math typeset by MathJax (no raw ``$$``/``\\(`` left, no MathJax error),
+every image loaded, every internal link resolving to an existing file and anchor, no SEVERE console error, and no
+element wider than the content column unless it scrolls inside it. What a reader reads must be readable (issues
+19 and 28): no table wider than the content column (a scrolling box is not a layout), no page taller than
+25,000 px, no NaN/nan/inf, repr (``np.float64(``, ``array([``), pandas ``dtype:`` line, numpy array print
+(``[0.742 1.   ]``), e-notation number, printed warning, progress bar or absolute path of the building machine in
+the prose and cell outputs, no pandas RangeIndex column, every figure with a numbered caption, and no visible code
+line over 88 characters. A screenshot of each page is kept in ``_build/screenshots/``.
+
+Run as a script, ``python tests/test_site.py SITE_HTML_DIR [DOC ...]`` checks the pages of any build (all of the
+table of contents by default) and prints each page's problems, its height and its widest table.
 The buttons (repository, issues, edit, Binder, Colab, .ipynb download) are checked on the HTML of small builds.
-"""
 import base64
 import os
 import re
@@ -27,6 +32,7 @@ from capshift import book
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 WIDTH, HEIGHT = 1366, 900
+MAX_PAGE_PX = 25_000  # the tallest page a reader is asked to scroll through (issue 28)
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
@@ -102,7 +108,7 @@ const done = arguments[arguments.length - 1];
   shown.querySelectorAll("td, th").forEach(e => e.append(" "));  // cells are words of their own
   const resultText = shown.textContent;
   // tables: a pandas RangeIndex column (0, 1, 2, ... in the first header cell of every body row), and tables
-  // wider than the column unless a scrolling box holds them and their first column stays put (sticky)
+  // wider than the column (whether or not a scrolling box holds them: the reader would scroll sideways)
   const tables = [];
   for (const t of article.querySelectorAll("table")) {
     if (t.closest("details:not([open]), .toggle-hidden")) continue;
@@ -111,14 +117,8 @@ const done = arguments[arguments.length - 1];
     const rangeIndex = rows.length > 1 && heads.length === rows.length &&
         heads.every((c, i) => c.textContent.trim() === String(i));
     const r = t.getBoundingClientRect();
-    let scroller = null;
-    for (let a = t.parentElement; a && a !== article; a = a.parentElement) {
-      if (scrolls(a)) { scroller = a; break; }
-    }
-    const first = t.querySelector("tbody tr > :first-child");
-    const sticky = first !== null && getComputedStyle(first).position === "sticky";
     const tooWide = r.width > box.width + 1;
-    tables.push({rangeIndex, tooWide, held: scroller !== null && sticky, width: Math.round(r.width),
+    tables.push({rangeIndex, tooWide, width: Math.round(r.width),
                  text: (t.textContent || "").trim().replace(/\s+/g, " ").slice(0, 60)});
   }
   // figures: every image of a cell output or a figure directive needs a numbered caption
@@ -155,6 +155,17 @@ def text_of(html: str) -> str:
 
 # a result the reader should never see: a missing or infinite value, a numpy scalar's repr
 RAW_VALUES = re.compile(r"(?<![\w.])(NaN|nan|-?inf|<NA>)(?![\w(])|np\.float64\(|np\.int64\(")
+# ... nor what a program prints for itself (issue 28): reprs and pandas' dtype lines, a numpy array print,
+# e-notation, printed warnings, progress bars and the building machine's absolute paths
+RAW_OUTPUT = {
+    "repr": re.compile(r"\b(?:array|np\.\w+|Series|DataFrame|Index)\(\[?|<\w[\w.]* object at 0x"),
+    "dtype line": re.compile(r"\bdtype: \w+|\bName: [^,\n]+, dtype"),
+    "numpy array print": re.compile(r"\[\s*-?\d+\.\d*(?:e[+-]?\d+)?\s+-?\d+\.?\d*(?:e[+-]?\d+)?"),
+    "e-notation": re.compile(r"(?<![\w.])-?\d(?:\.\d+)?e[+-]\d{1,3}\b"),
+    "printed warning": re.compile(r"\b\w*Warning: |\bwarnings\.warn\("),
+    "progress bar": re.compile(r"\d+%\|[^|]*\||\d+(?:\.\d+)?\s?(?:it|s)/(?:s|it)\]"),
+    "machine path": re.compile(r"(?<![\w.~])/(?:root|home|tmp|work|var/folders|Users)/[\w.-]+|[A-Z]:\\\\Users"),
+}
 
 
 # a Markdown table that was not rendered (e.g. glued with the commonmark format, which has no tables): its
@@ -167,6 +178,9 @@ def result_problems(text: str) -> list[str]:
     out = []
     for m in list(RAW_VALUES.finditer(text))[:10]:
         out.append(f"raw value {m.group(0)!r} in the page: ...{text[max(0, m.start() - 50):m.end() + 30]!r}...")
+    for kind, rx in RAW_OUTPUT.items():
+        for m in list(rx.finditer(text))[:5]:
+            out.append(f"{kind} {m.group(0)!r} in the page: ...{text[max(0, m.start() - 50):m.end() + 30]!r}...")
     return out
 
 
@@ -176,8 +190,9 @@ def ids_of(html_file: Path, cache: dict) -> set[str]:
     return cache[html_file]
 
 
-def check_page(driver, html_root: Path, doc: str, shot_dir: Path | None = None) -> list[str]:
-    """Load ``<html_root>/<doc>.html`` and return the list of problems found (empty when the page is right)."""
+def check_page(driver, html_root: Path, doc: str, shot_dir: Path | None = None, stats: dict | None = None) -> list[str]:
+    """Load ``<html_root>/<doc>.html`` and return the list of problems found (empty when the page is right);
+    ``stats``, when given, receives the page's height, column width, widest table and number of tables (px)."""
     page = html_root / f"{doc}.html"
     driver.get_log("browser")  # drop what earlier pages logged
     driver.get(page.as_uri())
@@ -214,9 +229,10 @@ def check_page(driver, html_root: Path, doc: str, shot_dir: Path | None = None) 
     problems += result_problems(probe["resultText"])
     problems += [f"pandas index column (0, 1, 2, ...) in a table: {t['text']!r}"
                  for t in probe["tables"] if t["rangeIndex"]]
-    problems += [f"table wider than the column ({t['width']} > {probe['columnWidth']} px) without a "
-                 f"scrolling box whose first column stays visible: {t['text']!r}"
-                 for t in probe["tables"] if t["tooWide"] and not t["held"]]
+    problems += [f"table wider than the column ({t['width']} > {probe['columnWidth']} px): {t['text']!r}"
+                 for t in probe["tables"] if t["tooWide"]]
+    if probe["height"] > MAX_PAGE_PX:
+        problems.append(f"page taller than {MAX_PAGE_PX:,} px: {int(probe['height']):,} px at {WIDTH} px wide")
     problems += [f"figure without a numbered caption: {f['src']}" for f in probe["figures"]
                  if not (f["caption"] and f["numbered"])]
     problems += [f"code line of {len(line)} > 88 characters: {line[:70]!r}..."
@@ -233,15 +249,17 @@ def check_page(driver, html_root: Path, doc: str, shot_dir: Path | None = None) 
         finally:
             driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         (shot_dir / f"{doc.replace('/', '__')}.png").write_bytes(base64.b64decode(data["data"]))
+    if stats is not None:
+        stats.update(height=int(probe["height"]), column=int(probe["columnWidth"]),
+                     widest=max((t["width"] for t in probe["tables"]), default=0), tables=len(probe["tables"]))
     return problems
 
 
-@pytest.fixture(scope="module")
-def driver():
+def make_driver():
+    """A headless Chromium at the reader's window size, or None when there is no browser here."""
     browser, chromedriver = browser_paths()
     if browser is None or chromedriver is None:
-        pytest.skip("no Chromium/chromedriver on PATH and .ci/run could not install Debian's chromium and "
-                    "chromium-driver here (it needs root or sudo): the site was not checked in a browser")
+        return None
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -254,6 +272,15 @@ def driver():
     d = webdriver.Chrome(service=Service(chromedriver), options=opts)
     d.set_script_timeout(60)
     d.set_page_load_timeout(60)
+    return d
+
+
+@pytest.fixture(scope="module")
+def driver():
+    d = make_driver()
+    if d is None:
+        pytest.skip("no Chromium/chromedriver on PATH and .ci/run could not install Debian's chromium and "
+                    "chromium-driver here (it needs root or sudo): the site was not checked in a browser")
     yield d
     d.quit()
 
@@ -273,6 +300,25 @@ PAGES = book.toc_docnames(ROOT / "_toc.yml")
 def test_page_in_browser(driver, site, doc):
     problems = check_page(driver, site, doc, SCREENSHOTS)
     assert not problems, f"{doc}.html:\n  " + "\n  ".join(problems)
+
+
+DEFAULT_SITE = ROOT / "_build" / "html"  # `make book`: every chapter with its default parameters
+
+
+@pytest.fixture(scope="module")
+def default_site():
+    """The default build (``make book``), which ``.ci/run`` makes before the tests: what readers read online."""
+    if not (DEFAULT_SITE / "index.html").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"no default build in {DEFAULT_SITE}: .ci/run runs `make book` before `make test`")
+        pytest.skip("no default build (run `make book` first): only the CI-profile pages were checked")
+    return DEFAULT_SITE
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_default_page_in_browser(driver, default_site, doc):
+    problems = check_page(driver, default_site, doc, SCREENSHOTS / "default")
+    assert not problems, f"default build, {doc}.html:\n  " + "\n  ".join(problems)
 
 
 DEFECTS = r"""# Defects
@@ -301,7 +347,10 @@ $$
 <table><thead><tr><th></th><th>a</th></tr></thead>
 <tbody><tr><th>0</th><td>NaN</td></tr><tr><th>1</th><td>np.float64(0.5)</td></tr></tbody></table>
 
-<div><table><tr><td>a wide table cell that holds a long text without breaks:
+<div class="output text_plain"><pre>np.float64(0.865) array([1, 2]) dtype: float64 [0.742 1.   ] 5.551115e-17
+/root/.cache/capshift/results CalibrationWarning: no improvement  40%|████      | 4/10 [00:01&lt;00:02, 3.1it/s]</pre></div>
+
+<div style="overflow-x: auto"><table><tr><td>a wide table cell that holds a long text without breaks:
 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
 </td><td>second</td></tr></table></div>
 
@@ -357,10 +406,15 @@ def test_the_probe_finds_each_defect(driver, published):
     assert "table wider than the column" in problems and "a wide table cell" in problems
     assert "figure without a numbered caption: nope.png" in problems
     assert "code line of 94 > 88 characters" in problems
+    for kind in ("repr 'np.float64('", "repr 'array(['", "dtype line 'dtype: float64'", "numpy array print '[0.742 1.",
+                 "e-notation '5.551115e-17'", "printed warning 'CalibrationWarning: '", "progress bar '40%|",
+                 "machine path '/root/.cache'"):
+        assert kind in problems, kind
     kinds = ("wider than its column: ", "raw TeX", "broken link", "missing anchor", "image did not",
              "console error: ", "raw value", "pandas index column", "table wider than the column",
              "figure without a numbered caption", "code line of ", "a Markdown table left as text",
-             "the content column")  # the wide table also makes the column scroll sideways
+             "the content column", "repr ", "dtype line", "numpy array print", "e-notation", "printed warning",
+             "progress bar", "machine path")  # the wide table also makes the column scroll sideways
     assert all(line.startswith(kinds) for line in problems.splitlines()), problems  # nothing else
     # the pages of that build without defects, with all their buttons on, are clean
     for doc in ("book/intro", "run_record"):
@@ -496,3 +550,33 @@ def test_binder_can_build_the_environment():
     assert "-e ." in pip and any(p.startswith("jupytext") for p in pip)
     if shutil.which("bash"):
         assert subprocess.run(["bash", "-n", str(ROOT / "postBuild")]).returncode == 0
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/test_site.py SITE_HTML_DIR [DOC ...]``: every page's problems, height and widest table."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(main.__doc__)
+        return 2
+    html = Path(argv[0]).resolve()
+    docs = argv[1:] or [d for d in PAGES if (html / f"{d}.html").exists()]
+    d = make_driver()
+    if d is None:
+        print("no chromium/chromedriver on PATH (apt-get install chromium chromium-driver)")
+        return 2
+    bad = 0
+    try:
+        for doc in docs:
+            stats: dict = {}
+            problems = check_page(d, html, doc, html.parent / "screenshots", stats)
+            bad += bool(problems)
+            print(f"{doc}: {stats.get('height', 0):,} px tall, {stats.get('tables', 0)} tables, widest "
+                  f"{stats.get('widest', 0)} px (column {stats.get('column', 0)} px), {len(problems)} problems")
+            for p in problems:
+                print("  " + p)
+    finally:
+        d.quit()
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

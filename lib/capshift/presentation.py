@@ -84,7 +84,7 @@ def number(x, decimals: int = 3, *, leading_zero: bool = True, sign: bool = Fals
     if percent:
         v *= 100
     suffix = "%" if percent else ""
-    if v != 0 and round(abs(v), decimals) == 0:
+    if v != 0 and abs(v) < 0.5 * 10 ** -decimals:
         floor = f"{10 ** -decimals:.{decimals}f}" if decimals else "1"
         if not leading_zero and floor.startswith("0."):
             floor = floor[1:]
