@@ -162,8 +162,8 @@ def test_compare_record_puts_the_repository_cells_beside_ours_on_shared_datasets
         R.compare_record(rec, "rf", "binary")
 
 
-@pytest.mark.parametrize("leap, base, p, verdict", [(0.05, 0.08, 1e-6, "reproduced"), (0.08, 0.05, 1e-6, "not reproduced"),
-                                                    (0.05, 0.08, 0.2, "not distinguishable")])
+@pytest.mark.parametrize("leap, base, p, verdict", [(0.05, 0.08, 1e-6, "reproduced"), (0.08, 0.05, 1e-6, "contradicted"),
+                                                    (0.05, 0.08, 0.2, "not enough evidence")])
 def test_leap_kdey_verdict_follows_the_means_and_the_test(leap, base, p, verdict):
     import pandas as pd
     rec = _record({"haberman": {"Naive": 0.3, "SLD-CBPE": base, "O-LEAP_KDEy": leap, "LEAP_ACC": 0.01}})
@@ -189,9 +189,47 @@ def test_group_verdict_compares_the_best_of_each_group_and_reads_the_pair_in_eit
     assert (v["verdict"], v["leap"], v["baseline"]) == ("reproduced", "SLD-CBPE", "O-LEAP_KDEy")
     assert "best CBPE SLD-CBPE" in v["sentence"]
     back = R.group_verdict(rec, pairs, "lr", "binary", "accuracy", ["O-LEAP_KDEy"], ["SLD-CBPE"])
-    assert back["verdict"] == "not reproduced"
+    assert back["verdict"] == "contradicted"
     # a pair never tested is not a verdict either way
     untested = R.group_verdict(rec, pairs, "lr", "binary", "accuracy", ["Naive"], ["SLD-CBPE"])
-    assert untested["verdict"] == "not distinguishable" and math.isnan(untested["pvalue"])
+    assert untested["verdict"] == "not enough evidence" and math.isnan(untested["pvalue"])
     with pytest.raises(ValueError, match="alpha"):
         R.group_verdict(rec, pairs, "lr", "binary", "accuracy", ["Naive"], ["SLD-CBPE"], alpha=1.5)
+
+
+def test_group_verdict_says_not_enough_evidence_when_the_test_cannot_see_the_papers_effect():
+    import pandas as pd
+    rec = _record({"haberman": {"Naive": 0.3, "SLD-CBPE": 0.08, "O-LEAP_KDEy": 0.05}})  # std 0.1, n 100
+    pairs = pd.DataFrame([("lr", "binary", "accuracy", "SLD-CBPE", "O-LEAP_KDEy", 0.08, 0.05, 100, 0.2)],
+                         columns=["classifier", "task", "measure", "method_a", "method_b", "mean_a", "mean_b", "n", "pvalue"])
+    big = R.leap_kdey_verdict(rec, pairs, "lr", "binary", "accuracy", effect=0.1)  # sd 0.141 over 100 pairs: visible
+    assert big["verdict"] == "not reproduced" and big["power"] >= 0.8 and big["samples_needed"] <= 100
+    small = R.leap_kdey_verdict(rec, pairs, "lr", "binary", "accuracy", effect=0.005)
+    assert small["verdict"] == "not enough evidence" and small["power"] < 0.8 and small["samples_needed"] > 100
+    assert small["sd"] == pytest.approx(np.hypot(0.1, 0.1)) and small["n"] == 100
+    default = R.leap_kdey_verdict(rec, pairs, "lr", "binary", "accuracy")
+    assert default["effect"] == R.DEFAULT_EFFECT and default["effect_source"] == "default"
+
+
+def test_results_group_verdict_tests_the_best_of_each_group_on_paired_samples():
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    rows = []
+    for d in ("haberman", "cmc.1"):
+        for s in range(60):
+            base = rng.random() * 0.1
+            for m, shift in (("Naive", 0.05), ("ATC", 0.03), ("O-LEAP_KDEy", 0.0), ("LEAP_KDEy", 0.01)):
+                rows.append((d, "lr", m, "accuracy", s, base + shift + rng.normal(0, 0.005)))
+    res = pd.DataFrame(rows, columns=["dataset", "classifier", "method", "measure", "sample", "ae"])
+    v = R.results_group_verdict(res, "binary", "accuracy", R.LEAP_KDEY, R.PAPER_BASELINES, effect=0.02)
+    assert (v["verdict"], v["leap"], v["baseline"], v["n"]) == ("reproduced", "O-LEAP_KDEy", "ATC", 120)
+    assert v["pvalue"] < 1e-6 and v["power"] > 0.99
+    assert R.results_group_verdict(res, "multiclass", "accuracy", R.LEAP_KDEY, ["Naive"])["verdict"] == "not testable here"
+
+
+def test_paper_group_effect_is_the_papers_gap_between_the_two_bests():
+    pub = R.paper_values("leap2025", "acc", "LR", "binary")["mean"].unstack("method").drop(index="Average")
+    eff, n = R.paper_group_effect(R.LEAP_KDEY, R.PAPER_BASELINES, ["haberman", "cmc.1"])
+    sub = pub.loc[["haberman", "cmc.1"]].mean()
+    assert n == 2 and eff == pytest.approx(sub[list(R.PAPER_BASELINES)].min() - sub[list(R.LEAP_KDEY)].min())
+    assert R.paper_group_effect(R.LEAP_KDEY, ["Naive"], classifier="RF") == (pytest.approx(float("nan"), nan_ok=True), 0)

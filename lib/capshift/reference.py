@@ -11,16 +11,19 @@ from __future__ import annotations
 import importlib.resources
 from functools import lru_cache
 
+import numpy as np
 import pandas as pd
+from scipy.stats import wilcoxon
 
 from ._validation import check_fraction
 from .datasets import REGISTRY
-from .significance import significance
+from .significance import MIN_POWER, power, samples_needed, significance, verdict as power_verdict
 
 __all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_by_side", "marked_table",
            "marked_comparison",
            "dataset_shift_tables", "interval_table", "compare_record", "recorded_pvalue", "group_verdict",
-           "leap_kdey_verdict", "LEAP_KDEY", "BASELINES", "PAPER_BASELINES"]
+           "leap_kdey_verdict", "results_group_verdict", "paper_group_effect", "LEAP_KDEY", "BASELINES",
+           "PAPER_BASELINES", "DEFAULT_EFFECT"]
 
 TABLES = {
     "leap2025_table1": "leap2025_table1_LR_binary_acc.csv",
@@ -362,45 +365,140 @@ def recorded_pvalue(pairs: pd.DataFrame, classifier: str, task: str, measure: st
     return float(p.iloc[0]) if len(p) else float("nan")
 
 
+#: The effect a verdict's power is computed for when the paper prints no number for the finding: a difference of
+#: 0.01 in mean AE, the smallest one the book calls a difference.
+DEFAULT_EFFECT = 0.01
+
+
+def _verdict_dict(where, names, a, a_mean, b, b_mean, pvalue, sd, n, effect, effect_source, alpha, min_power):
+    """The verdict of "``a`` (best of the group) beats ``b`` (best of the others)" with its rule and its power."""
+    if effect is None or not np.isfinite(effect) or effect == 0:
+        effect, effect_source = DEFAULT_EFFECT, "default"
+    effect = abs(float(effect))
+    pw = power(effect, sd, n, alpha) if np.isfinite(sd) and n >= 2 else float("nan")
+    need = samples_needed(effect, sd, alpha, min_power) if np.isfinite(sd) and sd > 0 else 2
+    if not np.isfinite(pvalue):
+        word = "not enough evidence"  # the pair was not tested: nothing to decide on
+    else:
+        word = power_verdict(pvalue, a_mean < b_mean, pw if np.isfinite(pw) else 0.0, alpha, min_power)
+    sentence = (f"{where}: {word} — best {names[0]} {a} {a_mean:.4f} vs best {names[1]} {b} {b_mean:.4f} "
+                f"(Wilcoxon p = {pvalue:.2g}; power {pw:.2f} for an effect of {effect:.3f})")
+    return {"verdict": word, "leap": a, "leap_mean": float(a_mean), "baseline": b, "baseline_mean": float(b_mean),
+            "pvalue": float(pvalue), "effect": effect, "effect_source": effect_source, "sd": float(sd), "n": int(n),
+            "power": pw, "samples_needed": int(need), "sentence": sentence}
+
+
 def group_verdict(record: pd.DataFrame, pairs: pd.DataFrame, classifier: str, task: str, measure: str,
-                  group, against, alpha: float = 0.01, names=("group", "against")) -> dict:
+                  group, against, alpha: float = 0.01, names=("group", "against"), effect: float | None = None,
+                  effect_source: str = "paper", min_power: float = MIN_POWER) -> dict:
     """Does the best method of ``group`` beat the best of ``against`` in one table of a recorded study?
 
     The best of each group is its method with the lowest Average AE in ``record`` (:func:`capshift.experiment.
     study_record`); the two are compared by the recorded paired Wilcoxon test over every (dataset, sample)
-    (``pairs``). ``verdict``: *reproduced* when ``group``'s best has the lower Average and p < ``alpha``; *not
-    reproduced* when ``against``'s has and p < ``alpha``; *not distinguishable* when p >= ``alpha`` (or the pair
-    was not tested); *not testable here* when either group has no method in the table. ``names``: how the
-    sentence calls the two groups. Returns a dict: ``verdict``, ``leap`` and ``leap_mean`` (``group``'s best),
-    ``baseline`` and ``baseline_mean`` (``against``'s best), ``pvalue``, ``sentence``.
+    (``pairs``). The word is :func:`capshift.significance.verdict`'s: *reproduced* when ``group``'s best has the
+    lower Average and p < ``alpha``; *contradicted* when ``against``'s has and p < ``alpha``; otherwise *not
+    reproduced* when the test had the power (at least ``min_power``) to see ``effect`` and *not enough evidence*
+    when it had not (also when the pair was not tested); *not testable here* when either group has no method in
+    the table.
+
+    ``effect``: the difference of mean AE the finding claims (the paper's, e.g. :func:`paper_group_effect`);
+    None (or 0) uses :data:`DEFAULT_EFFECT` and sets ``effect_source`` to ``"default"``. The power is
+    :func:`capshift.significance.power` on the recorded number of pairs (the Average rows' ``n``) with the
+    spread of the paired differences taken as ``sqrt(std_a² + std_b²)`` of the two Average rows (pooled std of
+    the AE): an upper bound of the true spread when the two methods' errors are positively correlated, as they
+    are on the same samples, so the power is a lower bound.
+
+    ``names``: how the sentence calls the two groups. Returns a dict: ``verdict``, ``leap`` and ``leap_mean``
+    (``group``'s best), ``baseline`` and ``baseline_mean`` (``against``'s best), ``pvalue``, ``effect``,
+    ``effect_source``, ``sd``, ``n``, ``power``, ``samples_needed`` (pairs for ``min_power``) and ``sentence``.
     Raises ValueError for an ``alpha`` outside (0, 1).
     """
     alpha = check_fraction(alpha, "alpha")
-    avg = record[(record["classifier"] == classifier) & (record["task"] == task) & (record["measure"] == measure)
-                 & (record["dataset"] == "Average")].set_index("method")["mean"]
+    rows = record[(record["classifier"] == classifier) & (record["task"] == task) & (record["measure"] == measure)
+                  & (record["dataset"] == "Average")].set_index("method")
+    avg = rows["mean"]
     mine = avg[[m for m in group if m in avg.index]]
     base = avg[[m for m in against if m in avg.index]]
     where = f"{classifier}, {task}, {measure}"
     if mine.empty or base.empty:
         return {"verdict": "not testable here", "leap": None, "leap_mean": float("nan"), "baseline": None,
-                "baseline_mean": float("nan"), "pvalue": float("nan"),
+                "baseline_mean": float("nan"), "pvalue": float("nan"), "effect": float("nan"),
+                "effect_source": effect_source, "sd": float("nan"), "n": 0, "power": float("nan"),
+                "samples_needed": 0,
                 "sentence": f"{where}: not testable here (no {names[0] if mine.empty else names[1]} run)"}
     a, b = mine.idxmin(), base.idxmin()
     pvalue = recorded_pvalue(pairs, classifier, task, measure, a, b)
-    if not pvalue < alpha:
-        verdict = "not distinguishable"
-    else:
-        verdict = "reproduced" if mine[a] < base[b] else "not reproduced"
-    sentence = (f"{where}: {verdict} — best {names[0]} {a} {mine[a]:.4f} vs best {names[1]} {b} {base[b]:.4f} "
-                f"(Wilcoxon p = {pvalue:.2g})")
-    return {"verdict": verdict, "leap": a, "leap_mean": float(mine[a]), "baseline": b,
-            "baseline_mean": float(base[b]), "pvalue": pvalue, "sentence": sentence}
+    sd = float(np.hypot(rows.loc[a, "std"], rows.loc[b, "std"])) if "std" in rows else float("nan")
+    n = int(min(rows.loc[a, "n"], rows.loc[b, "n"])) if "n" in rows else 0
+    return _verdict_dict(where, names, a, mine[a], b, base[b], pvalue, sd, n, effect, effect_source, alpha,
+                         min_power)
+
+
+def results_group_verdict(results: pd.DataFrame, task: str, measure: str, group, against, alpha: float = 0.01,
+                          effect: float | None = None, effect_source: str = "paper", names=("group", "against"),
+                          min_power: float = MIN_POWER) -> dict:
+    """:func:`group_verdict` computed from tidy results of one classifier (``run_grid`` rows) instead of a record.
+
+    Restricted to ``task`` (from :data:`capshift.datasets.REGISTRY`) and ``measure``; the mean AE of each method
+    over every (dataset, sample) (the mean of the dataset means: every dataset has the same number of samples);
+    the best of ``group`` against the best of ``against`` by a paired Wilcoxon signed-rank test over every
+    (dataset, sample); the spread is the std of those paired differences. Returns :func:`group_verdict`'s dict.
+    """
+    alpha = check_fraction(alpha, "alpha")
+    need = {"dataset", "method", "measure", "sample", "ae"}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        raise ValueError(f"results must be a tidy frame of run_experiment/run_grid with columns {sorted(need)}")
+    d = results[(results["measure"] == measure) & (results["dataset"].map(lambda k: REGISTRY[k].task) == task)]
+    wide = d.pivot_table(index=["dataset", "sample"], columns="method", values="ae", aggfunc="first")
+    where = f"{task}, {measure}"
+    mine = wide[[m for m in group if m in wide.columns]].mean()
+    base = wide[[m for m in against if m in wide.columns]].mean()
+    if mine.empty or base.empty:
+        return {"verdict": "not testable here", "leap": None, "leap_mean": float("nan"), "baseline": None,
+                "baseline_mean": float("nan"), "pvalue": float("nan"), "effect": float("nan"),
+                "effect_source": effect_source, "sd": float("nan"), "n": 0, "power": float("nan"),
+                "samples_needed": 0,
+                "sentence": f"{where}: not testable here (no {names[0] if mine.empty else names[1]} run)"}
+    a, b = mine.idxmin(), base.idxmin()
+    x, y = wide[a].dropna(), wide[b].dropna()
+    both = x.index.intersection(y.index)
+    diff = (x[both] - y[both]).to_numpy(float)
+    pvalue = 1.0 if np.allclose(diff, 0) else float(wilcoxon(diff).pvalue)
+    return _verdict_dict(where, names, a, x[both].mean(), b, y[both].mean(), pvalue, float(diff.std(ddof=1)),
+                         len(both), effect, effect_source, alpha, min_power)
+
+
+def paper_group_effect(group, against, datasets=None, paper: str = "leap2025", measure: str = "acc",
+                       classifier: str = "LR", task: str = "binary") -> tuple[float, int]:
+    """The paper's own difference between the best of ``against`` and the best of ``group`` (mean AE over the
+    datasets, positive when ``group``'s best is lower), on ``datasets`` (paper's names; default all of the table)
+    restricted to those where the paper has every method of both groups that it reports. The best of each group
+    is chosen on the paper's means, as :func:`group_verdict` chooses ours. Returns ``(effect, n_datasets)``;
+    ``(nan, 0)`` when the paper has no such table or no shared dataset.
+    """
+    try:
+        pub = paper_values(paper, measure, classifier, task)["mean"].unstack("method")
+    except ValueError:
+        return float("nan"), 0
+    pub = pub.drop(index="Average", errors="ignore")
+    if datasets is not None:
+        pub = pub.reindex([d for d in datasets if d in pub.index])
+    cols = [m for m in list(group) + list(against) if m in pub.columns]
+    pub = pub[cols].dropna()
+    g = [m for m in group if m in pub.columns]
+    a = [m for m in against if m in pub.columns]
+    if pub.empty or not g or not a:
+        return float("nan"), 0
+    means = pub.mean()
+    return float(means[a].min() - means[g].min()), int(len(pub))
 
 
 def leap_kdey_verdict(record: pd.DataFrame, pairs: pd.DataFrame, classifier: str, task: str, measure: str,
-                      alpha: float = 0.01, baselines=BASELINES) -> dict:
+                      alpha: float = 0.01, baselines=BASELINES, effect: float | None = None,
+                      effect_source: str = "paper") -> dict:
     """The LEAP paper's conclusion "LEAP methods with KDEy beat the baselines" (its Sect. 5.3 and 6), tested on
     one table of a recorded study: :func:`group_verdict` of :data:`LEAP_KDEY` against ``baselines`` (default
-    :data:`BASELINES`; :data:`PAPER_BASELINES` for the paper's own). Returns its dict."""
+    :data:`BASELINES`; :data:`PAPER_BASELINES` for the paper's own), its power computed for ``effect`` (the
+    paper's, :func:`paper_group_effect`; None: :data:`DEFAULT_EFFECT`). Returns its dict."""
     return group_verdict(record, pairs, classifier, task, measure, LEAP_KDEY, baselines, alpha,
-                         names=("LEAP-KDEy", "baseline"))
+                         names=("LEAP-KDEy", "baseline"), effect=effect, effect_source=effect_source)
