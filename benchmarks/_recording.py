@@ -1,7 +1,18 @@
-"""What the benchmark scripts share to write a recorded run: the commit, and a CSV preceded by `# ` header lines
-(title, command, versions, wall time) that the chapters read back (`book/measured/`)."""
+"""What the benchmark scripts share to write a recorded run: the commit, the machine, and a CSV preceded by `# `
+header lines (title, command, versions, wall time) that the chapters read back (`book/measured/`).
+
+A recorded file is read by people on other machines: :func:`portable` writes the paths of this machine (the
+checkout, the home and temporary folders, the interpreter) as names a reader can substitute, so that no header
+holds a path of the machine that recorded it (issue 28). Every recorded file is listed, with its commit, command,
+date, wall time and machine, in ``book/measured/runs.yml``, which the book's run record shows."""
+import os
+import platform
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def git_commit() -> str:
@@ -9,10 +20,37 @@ def git_commit() -> str:
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 
 
+def cpu_model() -> str:
+    """The processor's model name (Linux: /proc/cpuinfo; elsewhere platform.processor()), or "unknown"."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine() -> str:
+    """One line on the machine of a recorded run: cores, CPU, OS and Python."""
+    return (f"{os.cpu_count()} cores, {cpu_model()}, {platform.system()} {platform.machine()}, "
+            f"Python {platform.python_version()}")
+
+
+def portable(text: str) -> str:
+    """``text`` with this machine's paths replaced: the checkout -> ``.``, the interpreter's environment ->
+    ``.venv``, the home folder -> ``~``, the temporary folder -> ``$TMPDIR``."""
+    for path, name in ((Path(sys.prefix), ".venv"), (ROOT, "."), (Path(tempfile.gettempdir()), "$TMPDIR"),
+                       (Path.home(), "~")):
+        text = text.replace(str(path) + os.sep, name + "/").replace(str(path), name)
+    return text
+
+
 def write_recording(path, header: list[str], frame) -> None:
-    """Write ``frame`` as CSV to ``path`` after the ``header`` lines, each prefixed with "# " (their order is
-    what the chapters read: title, command, then versions and/or commit and wall time)."""
+    """Write ``frame`` as CSV to ``path`` after the ``header`` lines, each prefixed with "# " and made
+    :func:`portable` (their order is what the chapters read: title, command, then versions and/or commit and
+    wall time)."""
     with open(Path(path), "w") as f:
         for line in header:
-            f.write(f"# {line}\n")
+            f.write(f"# {portable(line)}\n")
         frame.to_csv(f, index=False)

@@ -14,8 +14,6 @@ found in --results) records the wall time of the last invocation only, and says 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -25,6 +23,8 @@ from datetime import date
 from pathlib import Path
 
 import pandas as pd
+
+from _recording import machine, portable
 
 from capshift import datasets, grid
 from capshift.experiment import STUDY_METHODS, pairwise_tests, shift_profile, study_record
@@ -110,13 +110,12 @@ def main() -> int:
     header = [
         f"capshift: the LEAP study at full scale (5 classifiers x {len(names)} offline datasets x "
         f"{len(STUDY_METHODS)} methods, accuracy and F1, {args.n_samples} UPP samples of 100), measured {date.today()}",
-        f"command: {shlex.join(cmd)}  (driver: python benchmarks/full_study.py)",
+        f"command: {portable(shlex.join(cmd))}  (driver: python benchmarks/full_study.py)",
         f"commit: {commit}{' (with uncommitted changes in lib/)' if dirty else ''}; capshift {df['version'].iloc[0]}; "
         f"code fingerprint of the cells (capshift.grid.code_fingerprint): {', '.join(codes)}",
         f"wall time of this invocation: {wall:.0f} s ({cells} cells in the record; cells found in --results are "
         "reused, not recomputed, so a resumed run's wall time covers only what it computed)",
-        f"peak memory (sum over the process tree): {peak[0] / 2**30:.2f} GiB; machine: {os.cpu_count()} cores, "
-        f"{platform.platform()}, Python {platform.python_version()}",
+        f"peak memory (sum over the process tree): {peak[0] / 2**30:.2f} GiB; machine: {machine()}",
         f"failed cells: {len(failed)}" + "".join(f"; {d}/{c}/{m}: {r}" for d, c, m, r in
                                                    failed[["dataset", "classifier", "method", "reason"]].values),
         "columns: classifier, task, measure, dataset, method: the table cell; mean, std (ddof=0), n: the AE over the "

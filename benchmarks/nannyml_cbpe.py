@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from _recording import portable
+
 BINARY = ["spambase", "cmc.1", "cmc.2", "cmc.3", "german"]  # the first five offline binary datasets
 MULTICLASS = ["hand-digits", "satellite", "digits", "image-seg", "cmc"]  # the offline multiclass ones but letter
 METHODS = ["Naive", "CBPE", "SLD-CBPE", "O-LEAP_KDEy"]
@@ -133,7 +135,7 @@ def collect(args, wall: float | None = None) -> None:
         f.write(f"# capshift: NannyML CBPE vs capshift's CAP methods on the same UPP samples "
                 f"({len(args.datasets)} datasets, LR, {args.n_samples} samples of {args.sample_size}, accuracy), "
                 f"measured {datetime.date.today()}\n")
-        f.write(f"# command: PYTHONPATH=lib python benchmarks/nannyml_cbpe.py {' '.join(sys.argv[1:])}\n")
+        f.write(f"# command: PYTHONPATH=lib python benchmarks/nannyml_cbpe.py {portable(' '.join(sys.argv[1:]))}\n")
         f.write(f"# versions: capshift {capshift_version} (commit {commit}), scikit-learn {sklearn.__version__}, "
                 f"pandas {pd.__version__}; NannyML {versions['nannyml']} (own venv: pandas {versions['pandas']}, "
                 f"Python {versions['python']})\n")

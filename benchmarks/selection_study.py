@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -26,6 +24,8 @@ from datetime import date
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
+from _recording import machine, portable
 
 from capshift import grid, selection
 
@@ -64,7 +64,7 @@ def main() -> int:
             cell_seconds[key["dataset"]] = timing.get("cell_seconds")
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    meta = {"command": "nice .venv/bin/python benchmarks/selection_study.py " + shlex.join(sys.argv[1:]),
+    meta = {"command": portable("nice .venv/bin/python benchmarks/selection_study.py " + shlex.join(sys.argv[1:])),
             "commit": commit, "date": date.today().isoformat(), "wall_seconds": round(wall, 1),
             "cells": table.attrs.get("cells"), "failed": table.attrs.get("failed"),
             "cell_seconds": cell_seconds, "cell_seconds_total": round(sum(cell_seconds.values()), 1),
@@ -72,7 +72,7 @@ def main() -> int:
             "datasets": list(dict.fromkeys(table["dataset"])), "n_samples": args.n_samples,
             "sample_size": args.sample_size, "candidates": {d: int(t["candidate"].nunique())
                                                             for d, t in table.groupby("dataset", sort=False)},
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
+            "machine": machine(),
             "n_jobs": args.n_jobs, "verdicts": selection.verdicts(sel)}
     (OUT / "model_selection_full_scale.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
     print(json.dumps(meta, indent=1, default=str))

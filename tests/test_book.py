@@ -309,3 +309,37 @@ def test_chapters_execute_two_at_a_time_and_a_failure_names_its_chapter(tmp_path
     assert record.count("2 chapters executed at a time") == 2
     with pytest.raises(book.BookError, match="jobs must be at least 1"):
         book.run(toc, tmp_path / "_out", "default", None, {}, jobs=0)
+
+
+# ------------------------------------------------------------------------------- recorded runs (book/measured/)
+MACHINE_PATH = re.compile(r"(?<![\w.~])/(?:root|home|tmp|work|var/folders|Users)/[\w.-]+")
+
+
+def test_every_recorded_file_says_how_it_was_produced():
+    """book/measured/runs.yml lists every recorded file with its commit, command, date, wall time and machine
+    (the run record shows it), and no recorded file holds a path of the machine that recorded it (issue 28)."""
+    measured = ROOT / "book" / "measured"
+    runs = yaml.safe_load((measured / "runs.yml").read_text())["runs"]
+    listed = [f for r in runs for f in r["files"]]
+    on_disk = sorted(p.name for p in measured.iterdir() if p.name != "runs.yml")
+    assert sorted(listed) == on_disk, "book/measured/runs.yml must list each recorded file exactly once"
+    for r in runs:
+        assert all(r.get(k) for k in book.MEASURED_FIELDS), r
+        assert re.fullmatch(r"[0-9a-f]{7,40}", str(r["commit"])), r["commit"]
+        assert subprocess.run(["git", "cat-file", "-e", f"{r['commit']}^{{commit}}"], cwd=ROOT).returncode == 0, \
+            f"{r['commit']} is not a commit of this repository"
+    for p in measured.iterdir():
+        hits = MACHINE_PATH.findall(p.read_text(errors="replace"))
+        assert not hits, f"{p.name} holds machine paths: {hits[:3]}"
+    lines = "\n".join(book.measured_runs(ROOT))
+    assert "## Recorded runs" in lines and all(f"`{r['commit']}`" in lines for r in runs)
+    assert all(len(line) <= 88 for line in lines.splitlines() if line.startswith(("python", "    ", "capshift"))), \
+        "commands are wrapped so that no code line is wider than the column"
+
+
+def test_measured_runs_reports_a_missing_field(tmp_path):
+    (tmp_path / "book" / "measured").mkdir(parents=True)
+    assert book.measured_runs(tmp_path) == []
+    (tmp_path / "book" / "measured" / "runs.yml").write_text("runs:\n  - files: [a.csv]\n    what: x\n")
+    with pytest.raises(book.BookError, match="entry 1 lacks commit, command, date, wall_time, machine"):
+        book.measured_runs(tmp_path)

@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -459,6 +460,41 @@ def citation(cff_path: Path, repository: str | None = None, commit: str | None =
     return {"bibtex": "\n".join(bib), "apa": apa}
 
 
+def cpu_model() -> str:
+    """The processor's model name (Linux: ``/proc/cpuinfo``; elsewhere ``platform.processor()``), or "unknown"."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+MEASURED_FIELDS = ("files", "what", "commit", "command", "date", "wall_time", "machine")
+
+
+def measured_runs(root: Path) -> list[str]:
+    """Markdown lines of the run record's "Recorded runs" section, from ``book/measured/runs.yml``: for each
+    recorded file, the commit, command, date, wall time and machine that produced it (nothing when the book has
+    no such file). Raises BookError when an entry lacks a field of :data:`MEASURED_FIELDS`."""
+    manifest = root / "book" / "measured" / "runs.yml"
+    if not manifest.exists():
+        return []
+    runs = (yaml.safe_load(manifest.read_text()) or {}).get("runs", [])
+    out = ["", "## Recorded runs", "",
+           "Some pages read full-scale runs recorded beforehand in `book/measured/` instead of recomputing them "
+           "(the page says so where it does). Each was produced as follows.", ""]
+    for k, run in enumerate(runs):
+        missing = [f for f in MEASURED_FIELDS if not run.get(f)]
+        if missing:
+            raise BookError(f"{manifest}: entry {k + 1} lacks {', '.join(missing)}")
+        lines = textwrap.wrap(run["command"], 84, break_long_words=False, break_on_hyphens=False)
+        out += [f"**{', '.join(run['files'])}**: {run['what']}. Commit `{run['commit']}`, {run['date']}; wall time "
+                f"{run['wall_time']}; machine: {run['machine']}.", "", "```bash", " \\\n    ".join(lines), "```", ""]
+    return out
+
+
 def run_record(notebooks: dict[str, Path], root: Path) -> str:
     """Markdown for the run-record page, read back from the executed notebooks' metadata."""
     out = ["# Run record", "",
@@ -466,7 +502,7 @@ def run_record(notebooks: dict[str, Path], root: Path) -> str:
            "(`python -m capshift.book`) with the parameters below, then the book was built with execution off.", "",
            "## Environment", "", "| | |", "| --- | --- |",
            f"| git commit | `{git_commit(root)}` |", f"| python | `{platform.python_version()}` |",
-           f"| platform | `{platform.platform()}` |"]
+           f"| platform | `{platform.platform()}` |", f"| CPU | {os.cpu_count()} cores, {cpu_model()} |"]
     out += [f"| {pkg} | `{version(pkg)}` |" for pkg in PACKAGES]
     if (root / "CITATION.cff").exists():
         commit = git_commit(root).split()[0]
@@ -475,6 +511,7 @@ def run_record(notebooks: dict[str, Path], root: Path) -> str:
                 "Generated from the repository's `CITATION.cff`, with the commit of this build. Cite also the papers "
                 "whose methods you use: each chapter's footer names them with their BibTeX keys.", "",
                 "BibTeX:", "", "```bibtex", cite["bibtex"], "```", "", "APA:", "", "> " + cite["apa"]]
+    out += measured_runs(root)
     out += ["", "## Chapters", ""]
     for name, path in notebooks.items():
         meta = nbformat.read(path, as_version=4).metadata.get("capshift", {})
