@@ -314,3 +314,33 @@ def test_configuration_study_agrees_with_a_direct_computation():
     np.testing.assert_allclose(mine["ae"], np.abs(mine["predicted"] - mine["true"]))
     # 1x(n+1) cannot estimate macro-F1 for 3 classes: NaN, not an error
     assert res[res.configuration == "1xn+1 CC"]["predicted"].isna().all()
+
+
+@pytest.mark.parametrize("quantifier", ["sld", "cc"])
+def test_1xnp1_is_1xn2_when_every_error_cell_is_rated(quantifier):
+    """The identity of the book's configuration study (quacc, "variant 1×(n+1)" gives the default's predictions to
+    the last digit). When every error cell is left to V's rates, 1×n² trains its quantifier on V's correctly
+    classified items with the labels i*n+i and 1×(n+1) on the same items with the labels i: the same classes in the
+    same order, so the same fitted quantifier; both then fill cell (i, j) with Ĉ_ii C^V_ij / C^V_ii. The tables are
+    equal exactly. Once the error cells are quantified (min_separation=0, the paper's setting) the two differ."""
+    from capshift.protocols import upp_indices
+    from capshift.quacc import gaussian_split
+
+    split = gaussian_split(n_classes=3, n_train=600, n_val=900, n_test=1500, seed=3)
+    h = experiment.make_classifier("lr", 3).fit(split.X_L, split.y_L)
+    samples = [split.X_U[i] for i in upp_indices(split.y_U, 300, 6, 3, n_classes=3)]
+    off = ~np.eye(3, dtype=bool)
+    # min_separation = 1: no cell but each column's absorber (the diagonal) counts as separated
+    a = QuAcc1xN2(h, quantifier, min_separation=1.0, random_state=0).fit(split.X_V, split.y_V)
+    b = QuAcc1xNp1(h, quantifier, min_separation=1.0, random_state=0).fit(split.X_V, split.y_V)
+    assert a.rate_cells_[off].all() and b.rate_cells_[off].all() and not a.rate_cells_.diagonal().any()
+    np.testing.assert_array_equal(a.predict_table_batch(samples), b.predict_table_batch(samples))
+    # the defaults (min_separation = 0.5) on this problem leave every error cell to the rates too: the same estimator
+    a5 = QuAcc1xN2(h, quantifier, random_state=0).fit(split.X_V, split.y_V)
+    b5 = QuAcc1xNp1(h, quantifier, random_state=0).fit(split.X_V, split.y_V)
+    if a5.rate_cells_[off].all() and b5.rate_cells_[off].all():
+        np.testing.assert_array_equal(a5.predict_batch(samples), b5.predict_batch(samples))
+    a0 = QuAcc1xN2(h, quantifier, min_separation=0.0, random_state=0).fit(split.X_V, split.y_V)
+    b0 = QuAcc1xNp1(h, quantifier, min_separation=0.0, random_state=0).fit(split.X_V, split.y_V)
+    assert not a0.rate_cells_.any() and not b0.rate_cells_.any()
+    assert np.abs(a0.predict_batch(samples) - b0.predict_batch(samples)).max() > 1e-6
