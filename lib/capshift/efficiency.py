@@ -11,9 +11,13 @@ a validation table, k inconsistent (gamma, q-hat) pairs, and the per-sample time
 
 Ratios are reference time / capshift time, measured in one process. The objective is
 ``||A x - b||²`` over the solver's full system, after clipping every solution to the simplex;
-"gap" is the largest ``(f_capshift - f_clarabel) / (1 + f_clarabel)`` (negative: capshift lower).
+"gap" is the largest ``(f_capshift - f_clarabel) / (1 + f_clarabel)`` (negative: capshift lower), "abs_gap"
+the largest absolute value of it.
 Build times (factorisations, cvxpy compilation) are reported apart (``setup_s``), not in the
-per-sample times; capshift's time is the best of ``reps`` runs of the batch, each reference is timed once.
+per-sample times. Every timing is taken warm (:func:`time_per_sample`): each solver first solves the same
+batch once untimed (capshift) or its first right-hand side (the cvxpy references, whose first call compiles
+the problem), then the batch is timed ``reps`` times and the median is kept; a reference stops repeating once
+its repeats have taken ``budget`` seconds (a slow reference at large n is timed once).
 
 :func:`inference_times` measures LEAP 2025's Figure 5 (Sect. 5.12): per-sample inference time of ATC, DoC,
 S-LEAP, LEAP and O-LEAP (KDEy) on real datasets, the LEAP variants with the paper's dense (SLSQP) and sparse
@@ -69,13 +73,19 @@ def objective(A, X, B):
     return ((X @ A.T - B) ** 2).sum(axis=1)
 
 
-def time_per_sample(fn, reps=1):
-    best = np.inf
-    for _ in range(reps):
+def time_per_sample(fn, reps=3, warmup=True, budget=np.inf):
+    """``(seconds, output)`` of ``fn()``: the median of up to ``reps`` timed calls, after one untimed call when
+    ``warmup`` (first-call costs: caches, lazy imports, memory); no more repeats once the timed calls have taken
+    ``budget`` seconds in all (at least one is timed)."""
+    out = fn() if warmup else None
+    times = []
+    for _ in range(max(1, int(reps))):
         t0 = time.perf_counter()
         out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+        times.append(time.perf_counter() - t0)
+        if sum(times) >= budget:
+            break
+    return float(np.median(times)), out
 
 
 def _workspace_bytes(ts) -> int:
@@ -91,7 +101,7 @@ def _workspace_bytes(ts) -> int:
 
 
 def run(classes, samples, method="oleap", tables="random", seed=0, osqp_samples=None, reps=3,
-        clarabel=True, verbose=True) -> pd.DataFrame:
+        clarabel=True, verbose=True, budget=1.0) -> pd.DataFrame:
     """One row per n: per-sample times (ms), ratios, objective gaps, cell checks, setup time, memory.
 
     Memory: ``capshift_MB`` is what capshift's constrained solver keeps per fitted estimator (dense
@@ -100,7 +110,8 @@ def run(classes, samples, method="oleap", tables="random", seed=0, osqp_samples=
 
     ``tables``: "random" (diagonal-heavy random) or "sparse" (half the off-diagonal cells
     empty); ``osqp_samples``: time the references on the first k samples only (slow at large n);
-    ``reps``: capshift's time is the best of ``reps`` runs of the batch.
+    ``reps``: each time is the median of ``reps`` timed runs of the batch, after an untimed warm-up run
+    (:func:`time_per_sample`); ``budget``: a reference's repeats stop once they have taken that many seconds.
     """
     rng = np.random.default_rng(seed)
     rows = []
@@ -113,16 +124,16 @@ def run(classes, samples, method="oleap", tables="random", seed=0, osqp_samples=
         setup = time.perf_counter() - t0
         A = ts.system.A.toarray()
         B = ts.system.rhs(G, Q)
-        t_cap, (T, paths) = time_per_sample(lambda: ts.solve(G, Q), reps)
+        t_cap, (T, paths) = time_per_sample(lambda: ts.solve(G, Q), reps)  # warm: the batch once untimed
         X = T.reshape(len(B), -1)
         k_ref = min(samples, osqp_samples or samples)
         ref_osqp = CvxpyReference(A, cp.OSQP)
-        ref_osqp.solve(B[:1])  # compile once (the cached problem)
-        t_osqp, X_osqp = time_per_sample(lambda: ref_osqp.solve(B[:k_ref]))
+        ref_osqp.solve(B[:1])  # compile once (the cached problem) and warm up
+        t_osqp, X_osqp = time_per_sample(lambda: ref_osqp.solve(B[:k_ref]), reps, warmup=False, budget=budget)
         if clarabel:
             ref_cla = CvxpyReference(A, cp.CLARABEL)
             ref_cla.solve(B[:1])
-            t_cla, X_cla = time_per_sample(lambda: ref_cla.solve(B[:k_ref]))
+            t_cla, X_cla = time_per_sample(lambda: ref_cla.solve(B[:k_ref]), reps, warmup=False, budget=budget)
         else:
             t_cla, X_cla = np.nan, X_osqp
         f_cap, f_cla, f_osqp = objective(A, X[:k_ref], B[:k_ref]), objective(A, X_cla, B[:k_ref]), objective(A, X_osqp, B[:k_ref])
@@ -132,6 +143,7 @@ def run(classes, samples, method="oleap", tables="random", seed=0, osqp_samples=
             "capshift_ms": 1e3 * t_cap / samples,
             "ratio_osqp": (t_osqp / k_ref) / (t_cap / samples), "ratio_clarabel": (t_cla / k_ref) / (t_cap / samples),
             "gap": float(np.max((f_cap - f_cla) / (1 + f_cla))),
+            "abs_gap": float(np.max(np.abs(f_cap - f_cla) / (1 + f_cla))),
             "osqp_gap": float(np.max((f_osqp - f_cla) / (1 + f_cla))),
             "min_cell": float(T.min()), "max_sum_err": float(np.abs(T.sum((1, 2)) - 1).max()),
             "setup_s": setup, "capshift_MB": _workspace_bytes(ts) / 1e6,
@@ -142,8 +154,8 @@ def run(classes, samples, method="oleap", tables="random", seed=0, osqp_samples=
     return pd.DataFrame(rows)
 
 
-def inference_times(names, n_samples=10, sample_size=100, seed=0, dense_max_n=15, variants=None, repeats=2,
-                    verbose=False) -> pd.DataFrame:
+def inference_times(names, n_samples=10, sample_size=100, seed=0, dense_max_n=15, variants=None, repeats=3,
+                    verbose=False, budget=2.0) -> pd.DataFrame:
     """LEAP 2025 Figure 5: inference time per test sample of each method on each dataset (tidy frame).
 
     For each dataset of ``names`` (offline :mod:`capshift.datasets` keys): LR trained on L, one KDEy-ML
@@ -151,7 +163,8 @@ def inference_times(names, n_samples=10, sample_size=100, seed=0, dense_max_n=15
     capshift's backend with :meth:`~capshift.quantifiers.Quantifier.set_kdey_backend`), every method of
     ``variants`` (default :data:`FIGURE5_VARIANTS`) fitted on V, then ``predict_batch`` on ``n_samples`` UPP
     samples of ``sample_size`` items, timed as a whole (classifier, quantifier and solve; the solver's
-    workspace is built before timing, as it is once per fit; best of ``repeats``). Dense (SLSQP) variants are skipped above
+    workspace is built before timing, as it is once per fit, by an untimed prediction of the first sample;
+    median of up to ``repeats`` timed runs, fewer once they have taken ``budget`` seconds). Dense (SLSQP) variants are skipped above
     ``dense_max_n`` classes (minutes per sample). Columns: dataset, n, method, ms (per sample), and
     ``max_diff``: the largest |difference| of a LEAP variant's accuracy estimates from the same method's
     capshift variant (solver tolerances and QuaPy's SLSQP in the quantifier).
@@ -179,12 +192,10 @@ def inference_times(names, n_samples=10, sample_size=100, seed=0, dense_max_n=15
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 est.fit(split.X_V, split.y_V)
-                est.predict_batch(samples[:1])  # per-fit work (solver workspace) outside the timing
-                ms = np.inf
-                for _ in range(repeats):  # best of `repeats` (a shared machine)
-                    t0 = time.perf_counter()
-                    estimates[label] = est.predict_batch(samples)
-                    ms = min(ms, 1e3 * (time.perf_counter() - t0) / len(samples))
+                est.predict_batch(samples[:1])  # per-fit work (solver workspace) and warm-up outside the timing
+                seconds, estimates[label] = time_per_sample(lambda: est.predict_batch(samples), repeats,
+                                                            warmup=False, budget=budget)
+                ms = 1e3 * seconds / len(samples)
             rows.append({"dataset": name, "n": n, "method": label, "ms": ms})
             if verbose:
                 print(rows[-1], flush=True)
