@@ -354,6 +354,8 @@ $$
 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
 </td><td>second</td></tr></table></div>
 
+<div style="height: 26000px">a page too tall to read</div>
+
 ```python
 a_code_line = "that is longer than eighty-eight characters, which the reader would scroll for"
 ```
@@ -410,11 +412,12 @@ def test_the_probe_finds_each_defect(driver, published):
                  "e-notation '5.551115e-17'", "printed warning 'CalibrationWarning: '", "progress bar '40%|",
                  "machine path '/root/.cache'"):
         assert kind in problems, kind
+    assert "page taller than 25,000 px: " in problems
     kinds = ("wider than its column: ", "raw TeX", "broken link", "missing anchor", "image did not",
              "console error: ", "raw value", "pandas index column", "table wider than the column",
              "figure without a numbered caption", "code line of ", "a Markdown table left as text",
              "the content column", "repr ", "dtype line", "numpy array print", "e-notation", "printed warning",
-             "progress bar", "machine path")  # the wide table also makes the column scroll sideways
+             "progress bar", "machine path", "page taller than")  # the wide table also makes the column scroll sideways
     assert all(line.startswith(kinds) for line in problems.splitlines()), problems  # nothing else
     # the pages of that build without defects, with all their buttons on, are clean
     for doc in ("book/intro", "run_record"):
