@@ -484,7 +484,7 @@ def paper_group_effect(group, against, datasets=None, paper: str = "leap2025", m
     if datasets is not None:
         pub = pub.reindex([d for d in datasets if d in pub.index])
     cols = [m for m in list(group) + list(against) if m in pub.columns]
-    pub = pub[cols].dropna()
+    pub = pub[cols].dropna(axis=1, how="all").dropna()  # a method the table never reports (ATC on F1) is absent
     g = [m for m in group if m in pub.columns]
     a = [m for m in against if m in pub.columns]
     if pub.empty or not g or not a:
