@@ -140,3 +140,103 @@ def test_tabs():
     assert md.count(":::::{tab-item}") == 2 and "| cmc.1 " in md
     with pytest.raises(ValueError, match="non-empty"):
         pr.tabs({})
+
+
+# ------------------------------------------------------------------ edges the mutation run found unpinned
+def test_number_edges():
+    assert pr.number(0.3, 0) == "<1" and pr.number(-0.3, 0) == "−<1"  # below half the last digit
+    assert pr.number(-0.0, sign=True) == "0.000" and pr.number(0.0, 2, sign=True) == "0.00"
+    with pytest.raises(TypeError, match="^x must be a real number .* got str$"):
+        pr.number("1")
+
+
+def test_magnitude_edges():
+    # plain digits for 10⁻³ <= |x| < 10⁴, scientific outside; the floor itself is shown, not hidden
+    assert pr.magnitude(0.001) == "0.00100" and pr.magnitude(1e-4) == "1.00 × 10⁻⁴"
+    assert pr.magnitude(9999) == "9999" and pr.magnitude(1e4) == "1.00 × 10⁴"
+    assert pr.magnitude(1e-15) == "1.00 × 10⁻¹⁵"
+    assert pr.magnitude(9.96e5) == "9.96 × 10⁵" and pr.magnitude(123456, digits=2) == "1.2 × 10⁵"
+    with pytest.raises(TypeError, match="^x must be"):
+        pr.magnitude("1")
+    with pytest.raises(TypeError, match="^floor must be"):
+        pr.magnitude(1.0, floor="1e-15")
+
+
+def test_marks_pairs_errors():
+    assert pr.marked("", best=True) == ""
+    assert pr.pair("", ".1") == "—\u00a0/\u00a0.1" and pr.pair(None, None) == "—\u00a0/\u00a0—"
+    with pytest.raises(TypeError, match="got float"):
+        pr.marked(0.5)
+    with pytest.raises(TypeError, match="got list"):
+        pr.split_pairs([])
+    with pytest.raises(TypeError, match="^abbreviations must be a mapping"):
+        pr.legend(["a"])
+    got = pr.split_pairs(pd.DataFrame({"A": [np.nan, "-", "nan\u00a0/\u00a0 .2 "]}, index=["x", "y", "z"]))
+    assert got["A"].tolist() == ["—", "—", "—", "—", "—", ".2"]
+
+
+def test_vector_passes_its_options():
+    assert pr.vector([0.5, 2], 1) == "(0.5, 2.0)"
+    assert pr.vector(np.array([[0.25], [0.5]]), 2, leading_zero=False) == "(.25, .50)"
+
+
+def test_frame_options_and_labels():
+    df = pd.DataFrame({"p": [0.1234], "n": [12345], "x": [pd.NA], "o": [object.__class__]},
+                      index=pd.MultiIndex.from_tuples([("a", 0.25)], names=["k", "q"]))
+    got = pr.frame(df, {"n": 1}, percent=["p"], thousands=False)
+    assert got.loc[("a", "0.250")].tolist() == ["12.340%", "12345", "—", "<class 'type'>"]  # p: default 3 decimals
+    assert list(got.index.names) == ["k", "q"]
+    assert list(pr.frame(df[["p"]], 2).columns) == ["p"]
+
+
+def test_width_counts_every_part():
+    d = pd.DataFrame({"a": ["12345"]}, index=pd.Index(["r"], name="a_long_index_name"))
+    one_col = 5 * pr.CHAR_PX + pr.CELL_PAD_PX
+    assert pr.estimated_width(d, index=False) == pytest.approx(one_col)
+    assert pr.estimated_width(d) == pytest.approx(one_col + len("a_long_index_name") * pr.CHAR_PX + pr.CELL_PAD_PX)
+    unnamed = d.rename_axis(None)
+    assert pr.estimated_width(unnamed) == pytest.approx(one_col + 1 * pr.CHAR_PX + pr.CELL_PAD_PX)
+    # a header wraps at its spaces; **bold** and † marks: ** and backslashes take no room
+    words = pd.DataFrame({"two words": ["**1**"]})
+    assert pr.estimated_width(words, index=False) == pytest.approx(5 * pr.CHAR_PX + pr.CELL_PAD_PX)
+    tup = pd.DataFrame([["1"]], columns=pd.MultiIndex.from_tuples([("abcdefgh", "ours")]))
+    assert pr.estimated_width(tup, index=False) == pytest.approx(8 * pr.CHAR_PX + pr.CELL_PAD_PX)
+
+
+def test_column_groups_boundaries():
+    d = pd.DataFrame({f"c{k}": ["1234567890"] for k in range(4)}, index=pd.Index(["r"], name="i"))
+    col = 10 * pr.CHAR_PX + pr.CELL_PAD_PX
+    base = pr.estimated_width(d.iloc[:, :0])
+    assert len(pr.column_groups(d, base + 4 * col)) == 1  # exactly the budget fits
+    parts = pr.column_groups(d, base + 2 * col)
+    assert [list(p.columns) for p in parts] == [["c0", "c1"], ["c2", "c3"]]
+    assert [list(p.columns) for p in pr.column_groups(d, 4 * col, index=False)] == [["c0", "c1", "c2", "c3"]]
+    assert len(pr.column_groups(d, 10)) == 4  # a column wider than the budget gets a part of its own
+    assert len(pr.column_groups(d[["c0"]], 10)) == 1
+
+
+def test_table_passes_its_options_and_labels_the_first_part():
+    df = pd.DataFrame({f"m{k}": [0.123456] for k in range(12)}, index=pd.Index(["cmc"], name="dataset"))
+    md = pr.table(df, "T", decimals=4, leading_zero=False, label="tab-x", max_px=400).data
+    assert ".1235" in md and "0.1235" not in md
+    assert md.count(":name: tab-x") == 1 and md.index(":name: tab-x") < md.index("(m4")
+    assert "T (m0 to " in md and "| dataset " in md
+    one = pr.table(df[["m0"]], "T", label="tab-y").data
+    assert ":::{table} T\n:name: tab-y\n" in one and "(m0)" not in one
+    assert "0.123" in pr.table(df[["m0"]]).data and "0.1235" not in pr.table(df[["m0"]]).data
+    assert "| dataset " not in pr.table(df[["m0"]], index=False).data
+    unnamed = pr.table(df[["m0"]].rename_axis(None)).data.splitlines()
+    assert unnamed[0].split("|")[1].strip() == "" and "index" not in unnamed[0]  # no header over the labels
+    with pytest.raises(TypeError, match="^df must be a DataFrame, got list"):
+        pr.table([1])
+    multi = pd.DataFrame([[0.5, 0.25]], columns=pd.MultiIndex.from_tuples([("O-LEAP", "ours"), ("O-LEAP", "paper")]))
+    assert "O-LEAP ours" in pr.table(multi).data and "O-LEAP paper" in pr.table(multi).data
+    assert "(O-LEAP ours)" in pr.table(multi, "T", max_px=10).data
+
+
+def test_alignment_of_label_columns():
+    df = pd.DataFrame({"AE": [0.5]}, index=pd.MultiIndex.from_tuples([("a", "b")], names=["k", "q"]))
+    sep = pr.table(df).data.splitlines()[1]
+    assert sep.count(":-") == 2 and sep.count("-:") == 1  # both label columns left, the value right
+    sep = pr.table(df.reset_index(drop=True), index=False).data.splitlines()[1]
+    assert sep.strip("|").startswith(":-")  # without an index, the first column is the label column

@@ -90,7 +90,7 @@ def number(x, decimals: int = 3, *, leading_zero: bool = True, sign: bool = Fals
             floor = floor[1:]
         return f"{'−' if v < 0 else ''}<{floor}{suffix}"
     txt = f"{v:{'+' if sign else ''}.{decimals}f}"
-    if re.fullmatch(r"[+-]?0(\.0*)?", txt) and v <= 0:  # -0.000 after rounding: no sign on a zero
+    if v == 0:  # -0.0 or a signed zero: no sign on a zero
         txt = txt.lstrip("+-")
     if not leading_zero:
         txt = re.sub(r"^([+-]?)0\.", r"\1.", txt)
