@@ -15,6 +15,7 @@ line over 88 characters. A screenshot of each page is kept in ``_build/screensho
 Run as a script, ``python tests/test_site.py SITE_HTML_DIR [DOC ...]`` checks the pages of any build (all of the
 table of contents by default) and prints each page's problems, its height and its widest table.
 The buttons (repository, issues, edit, Binder, Colab, .ipynb download) are checked on the HTML of small builds.
+"""
 import base64
 import os
 import re
