@@ -1,6 +1,7 @@
 """capshift.estimate and capshift.pps_check: your model on your files, batch by batch (issue 22)."""
 from __future__ import annotations
 
+import json
 import pickle
 import subprocess
 import sys
@@ -74,6 +75,10 @@ def test_the_command_and_the_chapter_agree(example, tmp_path):
     params = {"n_batches": 4, "batch_size": 120, "methods": ["SLD-CBPE"], "example_dir": str(d)}
     papermill.execute_notebook(str(nb), str(tmp_path / "out.ipynb"), parameters=params, cwd=str(ROOT / "book"),
                                kernel_name="python3", progress_bar=False)
+    outputs = json.dumps([c.get("outputs", []) for c in json.loads((tmp_path / "out.ipynb").read_text())["cells"]])
+    for machine_path in (str(tmp_path), str(Path.home()), str(ROOT)):  # the page shows no path of the machine
+        assert machine_path not in outputs, machine_path
+    assert "Warning" not in outputs and "dtype:" not in outputs and "np.float64(" not in outputs
     chapter = pd.read_csv(d / "chapter_table.csv")
     out = tmp_path / "cli.csv"
     cmd = [sys.executable, "-m", "capshift.cli", "estimate", "--model", str(d / "model.skops"), "--validation",

@@ -36,7 +36,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.pipeline import Pipeline
 from sklearn.utils.metaestimators import available_if
-from tqdm.auto import tqdm
+from tqdm import tqdm  # the text bar: tqdm.auto warns (TqdmWarning) on import in a notebook without ipywidgets
 
 from . import datasets, registry, shift
 from ._validation import check_fraction, check_int, check_seed
