@@ -335,6 +335,12 @@ def test_every_recorded_file_says_how_it_was_produced():
     assert "## Recorded runs" in lines and all(f"`{r['commit']}`" in lines for r in runs)
     assert all(len(line) <= 88 for line in lines.splitlines() if line.startswith(("python", "    ", "capshift"))), \
         "commands are wrapped so that no code line is wider than the column"
+    # Sphinx highlights them as bash: a token the lexer cannot read (an unmatched quote) is a build warning
+    from pygments.lexers import BashLexer
+    from pygments.token import Error
+    blocks = re.findall(r"```bash\n(.*?)```", lines, flags=re.S)
+    assert len(blocks) == len(runs)
+    assert not [v for b in blocks for t, v in BashLexer().get_tokens(b) if t is Error]
 
 
 def test_measured_runs_reports_a_missing_field(tmp_path):
