@@ -45,8 +45,8 @@ def test_number_bad_input():
 
 @pytest.mark.parametrize("x, shown", [
     (5.551115e-17, "below 10⁻¹⁵"), (-2e-16, "below 10⁻¹⁵"), (0.0, "0"),
-    (1.960199e6, "1.96 × 10⁶"), (4.77759014e-07, "4.78 × 10⁻⁷"), (-4.8e-7, "−4.80 × 10⁻⁷"),
-    (0.25, "0.250"), (12.5, "12.5"), (1234.0, "1234"), (9.996e5, "1.00 × 10⁶"), (None, "—"),
+    (1.960199e6, "1.96\u00a0×\u00a010⁶"), (4.77759014e-07, "4.78\u00a0×\u00a010⁻⁷"), (-4.8e-7, "−4.80\u00a0×\u00a010⁻⁷"),
+    (0.25, "0.250"), (12.5, "12.5"), (1234.0, "1234"), (9.996e5, "1.00\u00a0×\u00a010⁶"), (None, "—"),
 ])
 def test_magnitude(x, shown):
     assert pr.magnitude(x) == shown
@@ -54,7 +54,7 @@ def test_magnitude(x, shown):
 
 def test_magnitude_floor():
     assert pr.magnitude(3e-10, floor=1e-9) == "below 10⁻⁹"
-    assert pr.magnitude(3e-10, floor=5e-9) == "below 5.00 × 10⁻⁹"
+    assert pr.magnitude(3e-10, floor=5e-9) == "below 5.00\u00a0×\u00a010⁻⁹"
     with pytest.raises(ValueError, match="floor"):
         pr.magnitude(1.0, floor=0)
     assert pr.superscript(-15) == "⁻¹⁵" and pr.superscript(6) == "⁶"
@@ -127,6 +127,7 @@ def test_table_cells_and_alignment():
     df = pd.DataFrame({"AE": [0.03, 0.1], "n": [100, 1000]}, index=["a|b", "c"])
     md = pr.table(df).data
     assert "0.030" in md and "0.100" in md and "1,000" in md and "a\\|b" in md  # a "|" cannot end a cell
+    assert "| p\\|q " in pr.table(pd.DataFrame({"p|q": [1]})).data  # nor a header
     assert "|:----" in md and "---:|" in md  # labels left, numbers right
     assert ":::{table}" not in md  # no title, no caption
     ranged = pr.table(pd.DataFrame({"x": [0.5]})).data
@@ -152,10 +153,10 @@ def test_number_edges():
 
 def test_magnitude_edges():
     # plain digits for 10⁻³ <= |x| < 10⁴, scientific outside; the floor itself is shown, not hidden
-    assert pr.magnitude(0.001) == "0.00100" and pr.magnitude(1e-4) == "1.00 × 10⁻⁴"
-    assert pr.magnitude(9999) == "9999" and pr.magnitude(1e4) == "1.00 × 10⁴"
-    assert pr.magnitude(1e-15) == "1.00 × 10⁻¹⁵"
-    assert pr.magnitude(9.96e5) == "9.96 × 10⁵" and pr.magnitude(123456, digits=2) == "1.2 × 10⁵"
+    assert pr.magnitude(0.001) == "0.00100" and pr.magnitude(1e-4) == "1.00\u00a0×\u00a010⁻⁴"
+    assert pr.magnitude(9999) == "9999" and pr.magnitude(1e4) == "1.00\u00a0×\u00a010⁴"
+    assert pr.magnitude(1e-15) == "1.00\u00a0×\u00a010⁻¹⁵"
+    assert pr.magnitude(9.96e5) == "9.96\u00a0×\u00a010⁵" and pr.magnitude(123456, digits=2) == "1.2\u00a0×\u00a010⁵"
     with pytest.raises(TypeError, match="^x must be"):
         pr.magnitude("1")
     with pytest.raises(TypeError, match="^floor must be"):

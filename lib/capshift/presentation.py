@@ -102,7 +102,7 @@ def magnitude(x, floor: float = 1e-15, digits: int = 3) -> str:
 
     ``|x| < floor`` (default 10⁻¹⁵, a few ulps of a value near 1) is written "below 10⁻¹⁵" (``0`` for an exact 0);
     other values with ``digits`` significant digits, in scientific notation with a superscript exponent when
-    they are below 10⁻³ or at least 10⁴: ``magnitude(1.960199e6) == "1.96 × 10⁶"``,
+    they are below 10⁻³ or at least 10⁴ (no-break spaces around ×): ``magnitude(1.960199e6) == "1.96 × 10⁶"``,
     ``magnitude(4.8e-7) == "4.80 × 10⁻⁷"``, ``magnitude(0.25) == "0.250"``. Missing values give "—".
     """
     v = _real(x, "x")
@@ -122,7 +122,7 @@ def magnitude(x, floor: float = 1e-15, digits: int = 3) -> str:
     mant = v / 10 ** e
     if round(abs(mant), digits - 1) >= 10:  # 9.996e5 -> 1.00 × 10⁶
         mant, e = mant / 10, e + 1
-    return f"{number(mant, digits - 1)} × 10{superscript(e)}"
+    return f"{number(mant, digits - 1)}\u00a0×\u00a010{superscript(e)}"  # no-break: never wraps in a cell
 
 
 def marked(text: str, best: bool = False, dagger: bool = False) -> str:
@@ -284,8 +284,9 @@ def _markdown(df: pd.DataFrame, index: bool) -> str:
         d = d.reset_index()
         if not names:
             d = d.rename(columns={d.columns[0]: ""})
-    d.columns = [" ".join(map(str, c)).strip() if isinstance(c, tuple) else str(c) for c in d.columns]
-    # a "|" in a cell would end it early
+    d.columns = [(" ".join(map(str, c)).strip() if isinstance(c, tuple) else str(c)).replace("|", "\\|")
+                 for c in d.columns]
+    # a "|" in a cell or a header would end it early
     d = d.map(lambda v: str(v).replace("|", "\\|"))
     # row labels left, values right-aligned (numbers line up on their last digit)
     align = ["left" if k < (d.shape[1] - len(df.columns)) or k == 0 else "right" for k in range(d.shape[1])]
