@@ -118,7 +118,13 @@ const done = arguments[arguments.length - 1];
     const rangeIndex = rows.length > 1 && heads.length === rows.length &&
         heads.every((c, i) => c.textContent.trim() === String(i));
     const r = t.getBoundingClientRect();
-    const tooWide = r.width > box.width + 1;
+    // wider than the column, sticking out of it, or wider than the box that holds it (which then scrolls)
+    let holder = null;
+    for (let a = t.parentElement; a && a !== article; a = a.parentElement) {
+      if (scrolls(a)) { holder = a; break; }
+    }
+    const tooWide = r.width > box.width + 1 || r.right > box.right + 1 ||
+        (holder !== null && holder.scrollWidth > holder.clientWidth + 1);
     tables.push({rangeIndex, tooWide, width: Math.round(r.width),
                  text: (t.textContent || "").trim().replace(/\s+/g, " ").slice(0, 60)});
   }
@@ -355,6 +361,9 @@ $$
 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
 </td><td>second</td></tr></table></div>
 
+<div style="overflow-x: auto; width: 300px"><table><tr><td style="white-space: nowrap">a narrow box that scrolls
+sideways: its table fits the column but not its box, so the reader still scrolls</td></tr></table></div>
+
 <div style="height: 26000px">a page too tall to read</div>
 
 ```python
@@ -414,6 +423,7 @@ def test_the_probe_finds_each_defect(driver, published):
                  "machine path '/root/.cache'"):
         assert kind in problems, kind
     assert "page taller than 25,000 px: " in problems
+    assert "table wider than the column" in problems and "a narrow box that scrolls" in problems
     kinds = ("wider than its column: ", "raw TeX", "broken link", "missing anchor", "image did not",
              "console error: ", "raw value", "pandas index column", "table wider than the column",
              "figure without a numbered caption", "code line of ", "a Markdown table left as text",
