@@ -40,7 +40,8 @@ def ci_commands():
 def test_ci_runs_what_the_readme_shows():
     ci = (ROOT / ".ci/run").read_text()
     assert ci.startswith("#!/usr/bin/env bash") and "set -euo pipefail" in ci
-    assert ci_commands() == ["make test"]
+    # the README's two commands, in its order: the default build (its pages are checked in the browser too), the tests
+    assert ci_commands() == ["make book", "make test"]
     assert "apt-get install" in ci and "chromium chromium-driver" in ci, ".ci/run installs the browser test's chromium"
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
