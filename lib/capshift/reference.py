@@ -370,6 +370,14 @@ def recorded_pvalue(pairs: pd.DataFrame, classifier: str, task: str, measure: st
 DEFAULT_EFFECT = 0.01
 
 
+def _untestable(where: str, missing: str, effect_source: str) -> dict:
+    """The verdict dict of a table where one of the two groups has no method run."""
+    nan = float("nan")
+    return {"verdict": "not testable here", "leap": None, "leap_mean": nan, "baseline": None, "baseline_mean": nan,
+            "pvalue": nan, "effect": nan, "effect_source": effect_source, "sd": nan, "n": 0, "power": nan,
+            "samples_needed": 0, "sentence": f"{where}: not testable here (no {missing} run)"}
+
+
 def _verdict_dict(where, names, a, a_mean, b, b_mean, pvalue, sd, n, effect, effect_source, alpha, min_power):
     """The verdict of "``a`` (best of the group) beats ``b`` (best of the others)" with its rule and its power."""
     if effect is None or not np.isfinite(effect) or effect == 0:
@@ -421,11 +429,7 @@ def group_verdict(record: pd.DataFrame, pairs: pd.DataFrame, classifier: str, ta
     base = avg[[m for m in against if m in avg.index]]
     where = f"{classifier}, {task}, {measure}"
     if mine.empty or base.empty:
-        return {"verdict": "not testable here", "leap": None, "leap_mean": float("nan"), "baseline": None,
-                "baseline_mean": float("nan"), "pvalue": float("nan"), "effect": float("nan"),
-                "effect_source": effect_source, "sd": float("nan"), "n": 0, "power": float("nan"),
-                "samples_needed": 0,
-                "sentence": f"{where}: not testable here (no {names[0] if mine.empty else names[1]} run)"}
+        return _untestable(where, names[0] if mine.empty else names[1], effect_source)
     a, b = mine.idxmin(), base.idxmin()
     pvalue = recorded_pvalue(pairs, classifier, task, measure, a, b)
     sd = float(np.hypot(rows.loc[a, "std"], rows.loc[b, "std"])) if "std" in rows else float("nan")
@@ -454,11 +458,7 @@ def results_group_verdict(results: pd.DataFrame, task: str, measure: str, group,
     mine = wide[[m for m in group if m in wide.columns]].mean()
     base = wide[[m for m in against if m in wide.columns]].mean()
     if mine.empty or base.empty:
-        return {"verdict": "not testable here", "leap": None, "leap_mean": float("nan"), "baseline": None,
-                "baseline_mean": float("nan"), "pvalue": float("nan"), "effect": float("nan"),
-                "effect_source": effect_source, "sd": float("nan"), "n": 0, "power": float("nan"),
-                "samples_needed": 0,
-                "sentence": f"{where}: not testable here (no {names[0] if mine.empty else names[1]} run)"}
+        return _untestable(where, names[0] if mine.empty else names[1], effect_source)
     a, b = mine.idxmin(), base.idxmin()
     x, y = wide[a].dropna(), wide[b].dropna()
     both = x.index.intersection(y.index)
