@@ -12,23 +12,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from capshift.book import cpu_model
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def git_commit() -> str:
     """The checkout's short commit hash ("" outside a git checkout)."""
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-
-
-def cpu_model() -> str:
-    """The processor's model name (Linux: /proc/cpuinfo; elsewhere platform.processor()), or "unknown"."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def machine() -> str:
