@@ -349,3 +349,16 @@ def test_measured_runs_reports_a_missing_field(tmp_path):
     (tmp_path / "book" / "measured" / "runs.yml").write_text("runs:\n  - files: [a.csv]\n    what: x\n")
     with pytest.raises(book.BookError, match="entry 1 lacks commit, command, date, wall_time, machine"):
         book.measured_runs(tmp_path)
+
+
+def test_kernel_environment_shares_the_cores_between_chapters(monkeypatch):
+    for var in book.THREAD_VARS:
+        monkeypatch.delenv(var, raising=False)
+    assert book.kernel_environment(1, cores=8) == {}  # one chapter at a time: the libraries' defaults
+    assert book.kernel_environment(2, cores=8) == {var: "4" for var in book.THREAD_VARS}
+    assert book.kernel_environment(2, cores=2) == {var: "1" for var in book.THREAD_VARS}
+    assert book.kernel_environment(4, cores=2) == {var: "1" for var in book.THREAD_VARS}  # never 0 threads
+    assert {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"} <= set(book.THREAD_VARS)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # what the user set is kept
+    assert "OMP_NUM_THREADS" not in book.kernel_environment(2, cores=2)
+    assert book.kernel_environment(2, cores=2)["OPENBLAS_NUM_THREADS"] == "1"
