@@ -1,5 +1,5 @@
 """The ``capshift`` console script (capshift.cli): one entry point for the grid and the book, with the earlier
-``python -m capshift.experiment`` / ``python -m capshift.book`` forms as aliases."""
+``python -m capshift`` / ``python -m capshift.book`` forms as aliases."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -57,11 +57,14 @@ def test_grid_argument_errors_exit_2_without_traceback(argv, capsys, tmp_path, m
     assert not (tmp_path / "R").exists()
 
 
-def test_the_experiment_alias_keeps_its_name():
-    out = subprocess.run([sys.executable, "-m", "capshift.experiment", "--help"], capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0 and out.stdout.startswith("usage: python -m capshift.experiment")
-    assert "build" not in out.stdout.split("\n")[0]
+def test_python_m_capshift_is_the_command_line_under_its_own_name(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "capshift", "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("usage: python -m capshift ")
+    usage = out.stdout.split("\n\n")[0]
+    assert "{run,summary,build,chapter,check,colab,estimate}" in usage
+    bad = subprocess.run([sys.executable, "-m", "capshift", "run", "--datasets", "no-such-dataset", "--results",
+                          str(tmp_path / "R")], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "no-such-dataset" in bad.stderr
 
 
 def test_help_and_unknown_dataset_errors_list_the_offline_datasets(capsys, tmp_path, monkeypatch):
@@ -130,3 +133,9 @@ def test_estimate_writes_the_books_example_and_runs_on_it(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--validation, --label, --unlabelled, --out are required" in err[0]
+
+
+def test_the_earlier_experiment_alias_says_where_the_command_line_went():
+    out = subprocess.run([sys.executable, "-m", "capshift.experiment", "run"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 1 and "python -m capshift run" in out.stderr and "Traceback" not in out.stderr

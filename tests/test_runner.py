@@ -1,6 +1,7 @@
 """The resumable grid runner (capshift.grid): resume, cache keys, atomic files, the Dask backend, the CLI."""
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -269,7 +270,7 @@ def test_cli_argument_errors(argv, message, capsys, tmp_path, monkeypatch):
 
 
 def test_cli_runs_and_resumes(tmp_path):
-    cmd = [sys.executable, "-m", "capshift.experiment", "run", "--datasets", "haberman", "--classifiers", "lr",
+    cmd = [sys.executable, "-m", "capshift", "run", "--datasets", "haberman", "--classifiers", "lr",
            "--methods", "Naive", "LEAP_ACC", "--results", str(tmp_path / "res"), "--n-samples", "12",
            "--sample-size", "40", "--seed", "2", "--measures", "accuracy", "f1", "--n-jobs", "1", "--no-progress"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -280,7 +281,7 @@ def test_cli_runs_and_resumes(tmp_path):
     key = ["method", "measure", "sample"]
     pd.testing.assert_frame_equal(numbers(df[ref.columns].sort_values(key, ignore_index=True)),
                                   numbers(ref.sort_values(key, ignore_index=True)))
-    summary = subprocess.run([sys.executable, "-m", "capshift.experiment", "summary", "--results",
+    summary = subprocess.run([sys.executable, "-m", "capshift", "summary", "--results",
                               str(tmp_path / "res")], capture_output=True, text=True, timeout=120)
     assert summary.returncode == 0 and "LEAP_ACC" in summary.stdout and "haberman" in summary.stdout
 
@@ -382,7 +383,7 @@ def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_numbers(tmp_path):
     args = ["--datasets", "haberman", "cmc.1", "wdbc", "--classifiers", "lr", "--methods", "Naive", "LEAP_ACC",
             "S-LEAP_CC", "--n-samples", "12", "--sample-size", "40", "--seed", "2", "--measures", "accuracy", "f1",
             "--n-jobs", "1", "--no-progress"]
-    proc = subprocess.Popen([sys.executable, "-m", "capshift.experiment", "run", *args, "--results",
+    proc = subprocess.Popen([sys.executable, "-m", "capshift", "run", *args, "--results",
                              str(tmp_path / "res")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while len(cells(tmp_path / "res")) < 2 and time.time() < deadline and proc.poll() is None:
@@ -391,7 +392,7 @@ def test_sigkill_mid_run_then_resume_gives_the_uninterrupted_numbers(tmp_path):
     proc.wait()
     done = len(cells(tmp_path / "res"))
     assert 0 < done < 9, "the kill landed mid-run"
-    out = subprocess.run([sys.executable, "-m", "capshift.experiment", "run", *args, "--results",
+    out = subprocess.run([sys.executable, "-m", "capshift", "run", *args, "--results",
                           str(tmp_path / "res")], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     reused = int(out.stdout.split(" cells reused")[0])
@@ -485,3 +486,22 @@ def test_progress_reports_reused_computed_and_failed(tmp_path, capsys):
     assert "0 cell(s) reused, 1 to compute" in err and "cells: 0 reused, 1 computed, 0 failed" in err
     grid.run_grid(["haberman"], ["lr"], ["Naive"], tmp_path, **{**KW, "progress": True})
     assert "cells: 1 reused, 0 computed, 0 failed" in capsys.readouterr().err
+
+
+def test_the_code_fingerprint_leaves_out_only_modules_no_cell_imports(tmp_path, monkeypatch):
+    import grimp
+
+    graph = grimp.build_graph("capshift")
+    needed = {m.rpartition(".")[2] for m in graph.find_upstream_modules("capshift.grid")} | {"grid"}
+    assert not needed & set(grid.NOT_IN_CELLS), "a module the grid imports can change a cell: fingerprint it"
+    assert {m.rpartition(".")[2] for m in graph.modules} >= set(grid.NOT_IN_CELLS)  # no stale names
+    # the fingerprint reads the files: an edit of a cell's module changes it, an edit of the presentation does not
+    root = tmp_path / "capshift"
+    shutil.copytree(Path(grid.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    monkeypatch.setattr(grid, "__file__", str(root / "grid.py"))
+    fingerprint = grid.code_fingerprint.__wrapped__  # without its cache (one value per process)
+    before = fingerprint()
+    (root / "presentation.py").write_text((root / "presentation.py").read_text() + "\n# a comment\n")
+    assert fingerprint() == before
+    (root / "leap.py").write_text((root / "leap.py").read_text() + "\n# a comment\n")
+    assert fingerprint() != before

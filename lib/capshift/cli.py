@@ -3,14 +3,14 @@
 Subcommands:
 
 - ``capshift run ...`` / ``capshift summary ...``: a resumable grid of CAP experiments into a results directory
-  (:func:`capshift.grid.run_grid`, :func:`capshift.grid.load_results`); ``python -m capshift.experiment
-  run|summary ...`` is the same (:func:`grid_main`);
+  (:func:`capshift.grid.run_grid`, :func:`capshift.grid.load_results`);
 - ``capshift build|chapter|check|colab ...``: execute the book's chapters and build the HTML (the book runner,
   :mod:`capshift.book`; ``python -m capshift.book ...`` is the same);
 - ``capshift estimate ...``: a deployed model's accuracy on batches of unlabelled data, from files
   (:func:`capshift.estimate.estimate`), written as a per-batch table and a plot.
 
-Bad arguments exit with status 2 and a one-line message, no traceback.
+``python -m capshift ...`` is the same command line (:mod:`capshift.__main__`). Bad arguments exit with status 2 and
+a one-line message, no traceback.
 """
 from __future__ import annotations
 
@@ -219,15 +219,15 @@ def _parser(prog: str, book_commands: bool) -> tuple[argparse.ArgumentParser, ar
 
 
 def grid_main(argv=None, prog: str = "capshift") -> int:
-    """The grid's command line alone: ``run`` and ``summary`` (``python -m capshift.experiment ...``)."""
+    """The grid's command line alone: ``run`` and ``summary``."""
     parser, run_parser = _parser(prog, book_commands=False)
     return run_grid_command(parser.parse_args(argv), parser, run_parser)
 
 
-def main(argv=None) -> int:
-    """The ``capshift`` console script: ``run``, ``summary``, ``build``, ``chapter``, ``check``, ``colab``,
-    ``estimate``."""
-    parser, run_parser = _parser("capshift", book_commands=True)
+def main(argv=None, prog: str = "capshift") -> int:
+    """The ``capshift`` console script (and ``python -m capshift``, with ``prog`` its name in the usage line):
+    ``run``, ``summary``, ``build``, ``chapter``, ``check``, ``colab``, ``estimate``."""
+    parser, run_parser = _parser(prog, book_commands=True)
     args = parser.parse_args(argv)
     if args.command in GRID_COMMANDS:
         return run_grid_command(args, parser, run_parser)

@@ -589,9 +589,7 @@ def configuration_study(split, configurations: dict, n_samples: int = 12, sample
     return pd.concat(frames, ignore_index=True)
 
 
-if __name__ == "__main__":  # `python -m capshift.experiment run|summary ...`: the alias of `capshift run|summary`
-    import sys
 
-    from capshift.cli import grid_main
-
-    sys.exit(grid_main(prog="python -m capshift.experiment"))
+if __name__ == "__main__":  # the command line's earlier name: say where it went instead of doing nothing
+    raise SystemExit("`python -m capshift.experiment` is now `python -m capshift` (or the `capshift` console "
+                     "script): e.g. `python -m capshift run --datasets haberman --results runs/`")
