@@ -83,8 +83,24 @@ def test_bad_names():
         make_classifier("xgb")
     with pytest.raises(ValueError, match="unknown method"):
         make_method("LEAP_XYZ", h)
-    with pytest.raises(ValueError, match="protocol"):
-        run_experiment("haberman", protocol="npp", n_samples=2, progress=False)
+    with pytest.raises(ValueError, match="unknown protocol 'uniform'; choose one of"):
+        run_experiment("haberman", protocol="uniform", n_samples=2, progress=False)
+
+
+def test_every_registered_pps_protocol_runs_through_the_runner():
+    from capshift import datasets, protocols
+
+    split = datasets.load("cmc.1", seed=0)
+    u_prev = np.bincount(split.y_U, minlength=2) / len(split.y_U)
+    runs = {p: run_experiment(split, methods=("Naive",), protocol=p, n_samples=40, sample_size=100, progress=False)
+            for p in protocols.names()}
+    spread = {p: np.std([t[1] for t in df["true_prev"]]) for p, df in runs.items()}
+    # UPP and APP spread the prevalence over [0, 1] (sd about .29); NPP stays at U's (binomial sd about .05)
+    assert spread["upp"] > 0.2 and spread["app"] > 0.2 and spread["npp"] < 0.08
+    assert abs(np.mean([t[1] for t in runs["npp"]["true_prev"]]) - u_prev[1]) < 0.03
+    obj = protocols.make_protocol("app", n_prevalences=5)
+    df = run_experiment(split, methods=("Naive",), protocol=obj, n_samples=5, sample_size=100, progress=False)
+    assert sorted(round(t[1], 2) for t in df["true_prev"]) == [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
 def test_run_many_parallel_equals_serial():

@@ -104,3 +104,64 @@ def test_sample_at_hits_the_requested_prevalence_and_is_seeded():
     np.testing.assert_array_equal(idx, sample_at(y, [0.2, 0.3, 0.5], 200, seed=4))
     with pytest.raises(ValueError, match="distribution"):
         sample_at(y, [0.5, 0.6, 0.1], 10, seed=0)
+
+
+# ---- protocols as objects and their registry
+def test_registry_lists_the_pps_protocols_and_makes_them():
+    assert P.names()[:3] == ["upp", "app", "npp"]
+    assert isinstance(P.make_protocol("upp"), P.UPP) and P.make_protocol("app").n_prevalences == 21
+    proto = P.make_protocol("app", n_prevalences=11)
+    assert P.make_protocol(proto) is proto
+    with pytest.raises(ValueError, match=r"unknown protocol 'uniform'.*'upp', 'app', 'npp'"):
+        P.make_protocol("uniform")
+    with pytest.raises(ValueError, match=r"no parameter\(s\) \['repeats'\].*n_prevalences"):
+        P.make_protocol("app", repeats=2)
+    with pytest.raises(TypeError, match="protocol must be a protocol name"):
+        P.make_protocol(3)
+    with pytest.raises(ValueError, match="Protocol instance"):
+        P.make_protocol(proto, n_prevalences=5)
+
+
+def test_protocol_objects_draw_what_the_functions_draw():
+    upp = P.make_protocol("upp").indices(Y3, 50, 20, seed=4)
+    assert all(np.array_equal(a, b) for a, b in zip(upp, P.upp_indices(Y3, 50, 20, 4)))
+    # APP: the 21-point grid repeated ceil(n_samples / 21) times, cut at n_samples (the runner's rule)
+    app = P.make_protocol("app").indices(Y2, 30, 50, seed=4)
+    ref = P.app_indices(Y2, 30, repeats=3, seed=4)[:50]
+    assert len(app) == 50 and all(np.array_equal(a, b) for a, b in zip(app, ref))
+    coarse = P.make_protocol("app", n_prevalences=5).indices(Y2, 40, 5, seed=0)
+    got = [P.sample_prevalence(Y2, i, 2)[1] for i in coarse]
+    assert np.allclose(sorted(got), [0, .25, .5, .75, 1])  # the 5-point grid, one sample each
+
+
+def test_npp_is_quapys_npp_at_the_pools_prevalence():
+    ours = P.npp_indices(Y2, 50, 30, seed=5)
+    lc = LabelledCollection(Y2.reshape(-1, 1), Y2)
+    theirs = list(qp.protocol.NPP(lc, sample_size=50, repeats=30, random_state=5, return_type="index")())
+    assert all(np.array_equal(a, b) for a, b in zip(ours, theirs))
+    assert not all(np.array_equal(a, b) for a, b in zip(ours, P.npp_indices(Y2, 50, 30, seed=6)))
+    mean = np.mean([P.sample_prevalence(Y2, i, 2)[1] for i in ours])
+    assert abs(mean - 0.8) < 0.03  # the pool's prevalence: 160 of 200 (standard error of the mean .01)
+
+
+def test_protocol_key_names_only_changed_parameters():
+    assert P.make_protocol("upp").key() == "upp" and P.make_protocol("app").key() == "app"
+    assert P.make_protocol("app", n_prevalences=11).key() == "app(n_prevalences=11)"
+    assert repr(P.make_protocol("app")) == "APP(n_prevalences=21)"
+
+
+def test_register_adds_a_protocol_in_one_place(monkeypatch):
+    monkeypatch.setattr(P, "PROTOCOLS", dict(P.PROTOCOLS))
+
+    @P.register
+    class Fixed(P.Protocol):
+        name, description = "first-items", "the first items of the pool"
+
+        def indices(self, y, sample_size, n_samples, seed, n_classes=None):
+            return [np.arange(sample_size)] * n_samples
+
+    assert "first-items" in P.names() and isinstance(P.make_protocol("first-items"), Fixed)
+    with pytest.raises(ValueError, match="not registered yet"):
+        P.register(Fixed)
+    with pytest.raises(TypeError):
+        P.register(object)

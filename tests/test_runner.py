@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -284,6 +285,26 @@ def test_cli_runs_and_resumes(tmp_path):
     summary = subprocess.run([sys.executable, "-m", "capshift", "summary", "--results",
                               str(tmp_path / "res")], capture_output=True, text=True, timeout=120)
     assert summary.returncode == 0 and "LEAP_ACC" in summary.stdout and "haberman" in summary.stdout
+
+
+def test_the_cli_runs_every_registered_protocol_and_keys_cells_by_it(tmp_path):
+    from capshift import protocols
+
+    res = tmp_path / "res"
+    base = [sys.executable, "-m", "capshift", "run", "--datasets", "haberman", "--methods", "Naive", "--results",
+            str(res), "--n-samples", "6", "--sample-size", "30", "--n-jobs", "1", "--no-progress"]
+    for name in protocols.names():
+        out = subprocess.run(base + ["--protocol", name], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and "0 cells reused, 1 computed" in out.stdout, out.stderr
+    again = subprocess.run(base + ["--protocol", "npp"], capture_output=True, text=True, timeout=120)
+    assert "1 cells reused, 0 computed" in again.stdout  # resumable: the npp cell is on disk under its own key
+    for name in protocols.names():
+        df = grid.load_results(res, protocol=name)
+        ref = grid.run_grid(["haberman"], ["lr"], ["Naive"], None, protocol=name, n_samples=6, sample_size=30,
+                            progress=False)
+        assert np.array_equal(df.sort_values("sample")["true"], ref.sort_values("sample")["true"])
+    bad = subprocess.run(base + ["--protocol", "uniform"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "invalid choice: 'uniform'" in bad.stderr and "npp" in bad.stderr
 
 
 # ---------------------------------------------------------------------------------------- integrity (issue 18)

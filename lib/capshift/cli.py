@@ -22,6 +22,7 @@ from pathlib import Path
 
 from . import book
 from . import datasets as _datasets
+from . import protocols as _protocols
 from . import estimate as _estimate
 from . import plots as _plots
 from .classifiers import CLASSIFIERS
@@ -49,7 +50,10 @@ def add_grid_commands(sub) -> argparse.ArgumentParser:
     r.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), metavar="NAME",
                    help="CAP method names of capshift.registry (default: %(default)s)")
     r.add_argument("--results", required=True, metavar="DIR", help="results directory (created if absent)")
-    r.add_argument("--protocol", default="upp", help="upp or app (default: upp)")
+    r.add_argument("--protocol", default="upp", choices=_protocols.names(), metavar="NAME",
+                   help="sampling protocol of the test samples: "
+                        + "; ".join(f"{n}, {c.description}" for n, c in _protocols.PROTOCOLS.items())
+                        + " (default: upp)")
     r.add_argument("--n-samples", type=int, default=1000, help="test samples per dataset (default: 1000)")
     r.add_argument("--sample-size", type=int, default=100, help="items per test sample (default: 100)")
     r.add_argument("--measures", nargs="+", default=["accuracy"], metavar="NAME",

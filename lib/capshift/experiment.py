@@ -87,8 +87,7 @@ def check_run_args(classifier, methods, protocol, n_samples, sample_size, measur
     methods = list(methods)
     if not methods:
         raise ValueError("methods is empty: name at least one method (see capshift.registry.names())")
-    if protocol not in ("upp", "app"):
-        raise ValueError(f"protocol must be 'upp' or 'app', got {protocol!r}")
+    protocols.make_protocol(protocol)  # a registered name or a Protocol (ValueError/TypeError otherwise)
     check_int(n_samples, "n_samples")
     check_int(sample_size, "sample_size")
     check_seed(seed, "seed")
@@ -114,9 +113,10 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
         A name of :data:`CLASSIFIERS`, trained on L with ``random_state=seed``.
     methods : sequence of str
         Method names (see the module docstring).
-    protocol : {"upp", "app"}
-        UPP: ``n_samples`` prevalence vectors uniform on the simplex (Kraemer); APP: the 21-point
-        grid (binary), repeated until ``n_samples`` samples.
+    protocol : str or capshift.protocols.Protocol
+        A name of :func:`capshift.protocols.names` or a protocol object. ``"upp"``: ``n_samples`` prevalence
+        vectors uniform on the simplex (Kraemer); ``"app"``: the 21-point grid (binary), repeated until
+        ``n_samples`` samples; ``"npp"``: uniform samples of U.
     n_samples, sample_size : int
         Number and size of the test samples drawn from U. Methods trained on validation samples
         (DoC, DS, NN, RCA*) draw them at the test samples' size.
@@ -180,11 +180,7 @@ def prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed, 
         warnings.simplefilter("ignore", ConvergenceWarning)
         h = make_classifier(classifier, seed).fit(split.X_L, split.y_L)
 
-    if protocol == "upp":
-        idx = protocols.upp_indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
-    elif protocol == "app":
-        reps = max(1, int(np.ceil(n_samples / 21)))
-        idx = protocols.app_indices(split.y_U, sample_size, repeats=reps, seed=seed, n_classes=n)[:n_samples]
+    idx = protocols.make_protocol(protocol).indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
     k = len(idx)
 
     pred_U = np.asarray(h.predict(split.X_U))

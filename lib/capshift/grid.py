@@ -48,7 +48,7 @@ from joblib import Parallel, delayed, parallel_config
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from . import __version__, registry, selection
+from . import __version__, protocols, registry, selection
 from . import datasets as _datasets
 from ._validation import CAPWarning, check_fraction, check_int
 from .leap import DEFAULT_SOLVER
@@ -112,15 +112,16 @@ def code_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def cell_key(dataset: str, classifier: str, method: str, protocol: str = "upp", n_samples: int = 1000,
+def cell_key(dataset: str, classifier: str, method: str, protocol="upp", n_samples: int = 1000,
              sample_size: int = 100, measures=("accuracy",), seed: int = 0, solver: str = DEFAULT_SOLVER) -> dict:
     """The cache key of one cell: every parameter that changes its numbers, plus ``capshift.__version__`` and
-    :func:`code_fingerprint`."""
+    :func:`code_fingerprint`. ``protocol`` (a registered name or a :class:`capshift.protocols.Protocol`) enters as
+    its :meth:`~capshift.protocols.Protocol.key`: the name, and the parameters that differ from its defaults."""
     spec = registry.get(method)
     return {"dataset": dataset, "classifier": classifier, "method": spec.name, "method_spec": _spec_text(spec),
-            "protocol": protocol, "n_samples": int(n_samples), "sample_size": int(sample_size),
-            "measures": list(measures), "seed": int(seed), "solver": solver, "version": __version__,
-            "code": code_fingerprint()}
+            "protocol": protocols.make_protocol(protocol).key(), "n_samples": int(n_samples),
+            "sample_size": int(sample_size), "measures": list(measures), "seed": int(seed), "solver": solver,
+            "version": __version__, "code": code_fingerprint()}
 
 
 def _file_name(key: dict) -> str:
@@ -392,7 +393,7 @@ def _check_grid_args(names, kind):
     return names
 
 
-def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=None, *, protocol: str = "upp",
+def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=None, *, protocol="upp",
              n_samples: int = 1000, sample_size: int = 100, measures=("accuracy",), seed: int = 0,
              solver: str = DEFAULT_SOLVER, n_jobs: int = 1, backend: str = "loky", scheduler=None,
              progress: bool = True, cell_timeout: float | None = DEFAULT_CELL_TIMEOUT) -> pd.DataFrame:

@@ -3,7 +3,13 @@
 Holds :func:`upp_indices` / :func:`upp_prevalences` (uniform prevalence protocol: prevalence vectors drawn
 uniformly from the simplex with the Kraemer algorithm, as ``quapy.protocol.UPP``; LEAP, Machine Learning
 2025, Sect. 5.2 uses 1000 samples of size 100), :func:`app_indices` / :func:`app_prevalences` (artificial
-prevalence protocol, the grid of ``quapy.protocol.APP``) and :func:`sample_prevalence`.
+prevalence protocol, the grid of ``quapy.protocol.APP``), :func:`npp_indices` (natural prevalence protocol,
+``quapy.protocol.NPP``) and :func:`sample_prevalence`.
+
+The protocols as objects: :class:`Protocol` (one interface: ``indices(y, sample_size, n_samples, seed)``, a
+``name``, the parameters that enter a grid cell's key) and its registry, :func:`names` / :func:`make_protocol` /
+:func:`register`, which the experiment runner, the grid's cell key and the CLI read. Adding a protocol is one
+subclass and one ``@register``.
 
 Sampling is QuaPy's ``LabelledCollection.sampling_index``: for a requested prevalence p it takes
 ``round(size * p_i)`` items of class i (the rounding remainder is assigned to random classes with
@@ -17,12 +23,14 @@ from __future__ import annotations
 import numpy as np
 import quapy.functional as F
 from quapy.data import LabelledCollection
-from quapy.protocol import APP
+from quapy.protocol import APP as _QuaPyAPP
+from quapy.protocol import NPP as _QuaPyNPP
 from quapy.util import temp_seed
 
 from ._validation import check_distribution, check_int, check_seed
 
-__all__ = ["upp_indices", "upp_prevalences", "app_indices", "app_prevalences", "sample_at", "sample_prevalence"]
+__all__ = ["upp_indices", "upp_prevalences", "app_indices", "app_prevalences", "npp_indices", "sample_at",
+           "sample_prevalence", "Protocol", "UPP", "APP", "NPP", "PROTOCOLS", "register", "names", "make_protocol"]
 
 
 def _pos_int(value, arg: str) -> int:
@@ -97,7 +105,7 @@ def app_prevalences(n_classes: int, n_prevalences: int = 21, repeats: int = 1) -
     if _pos_int(n_prevalences, "n_prevalences") < 2 or n_classes < 2:
         raise ValueError(f"n_prevalences and n_classes must be >= 2, got {n_prevalences} and {n_classes}")
     dummy = LabelledCollection(np.zeros((n_classes, 1)), np.arange(n_classes))
-    grid = APP(dummy, sample_size=1, n_prevalences=n_prevalences, repeats=repeats, sanity_check=None).prevalence_grid()
+    grid = _QuaPyAPP(dummy, sample_size=1, n_prevalences=n_prevalences, repeats=repeats, sanity_check=None).prevalence_grid()
     return np.hstack([grid, np.clip(1 - grid.sum(axis=1, keepdims=True), 0, 1)])
 
 
@@ -114,9 +122,21 @@ def app_indices(y, sample_size: int, n_prevalences: int = 21, repeats: int = 1, 
     sample_size, repeats = _pos_int(sample_size, "sample_size"), _pos_int(repeats, "repeats")
     if _pos_int(n_prevalences, "n_prevalences") < 2:
         raise ValueError(f"n_prevalences must be >= 2, got {n_prevalences}")
-    app = APP(lc, sample_size=sample_size, n_prevalences=n_prevalences, repeats=repeats, random_state=_seed(seed),
+    app = _QuaPyAPP(lc, sample_size=sample_size, n_prevalences=n_prevalences, repeats=repeats, random_state=_seed(seed),
               sanity_check=None, return_type="index")
     return list(app())
+
+
+def npp_indices(y, sample_size: int, repeats: int, seed: int, n_classes: int | None = None) -> list[np.ndarray]:
+    """Index arrays of NPP samples (QuaPy's ``NPP``, ``return_type='index'``): ``repeats`` samples of
+    ``sample_size`` items drawn uniformly from ``y``, with replacement (as the other protocols), so each
+    sample's prevalence is that of the pool up to sampling noise (the natural prevalence protocol; no prior shift
+    beyond the pool's own). Arguments and returned arrays as in :func:`upp_indices`. Raises TypeError/ValueError
+    on bad arguments."""
+    lc = _collection(y, n_classes)
+    sample_size, repeats = _pos_int(sample_size, "sample_size"), _pos_int(repeats, "repeats")
+    npp = _QuaPyNPP(lc, sample_size=sample_size, repeats=repeats, random_state=_seed(seed), return_type="index")
+    return list(npp())
 
 
 def sample_at(y, prevalence, size: int, seed: int) -> np.ndarray:
@@ -157,3 +177,120 @@ def sample_prevalence(y, idx, n_classes: int) -> np.ndarray:
     if labels.min() < 0 or labels.max() >= n:
         raise ValueError(f"y[idx] holds class codes {labels.min()}..{labels.max()}, outside 0..{n - 1} (n_classes={n})")
     return F.prevalence_from_labels(labels, np.arange(n))
+
+
+# ------------------------------------------------------------------------------------------- protocols as objects
+class Protocol:
+    """A sampling protocol: which test samples to draw from a labelled pool (as QuaPy's
+    ``AbstractStochasticSeededProtocol``, but returning indices for any pool, seed and number of samples).
+
+    Subclasses set ``name`` (the registry key, lower case), ``description`` (one line, for the CLI's help) and
+    implement :meth:`indices`; constructor parameters are keyword arguments stored as attributes of the same name,
+    with their defaults in ``defaults``. Register a subclass with :func:`register`."""
+
+    name: str = ""
+    description: str = ""
+    defaults: dict = {}
+
+    def __init__(self, **params):
+        unknown = sorted(set(params) - set(self.defaults))
+        if unknown:
+            raise ValueError(f"protocol {self.name!r} has no parameter(s) {unknown}; its parameters are "
+                             f"{sorted(self.defaults) or 'none'}")
+        for k, v in {**self.defaults, **params}.items():
+            setattr(self, k, v)
+
+    def get_params(self) -> dict:
+        """The protocol's parameters (name -> value), defaults included."""
+        return {k: getattr(self, k) for k in self.defaults}
+
+    def key(self) -> str:
+        """The protocol as it enters a grid cell's key: its name, followed by the parameters that differ from the
+        defaults (``"app(n_prevalences=11)"``), so that a cell drawn with other parameters is never reused."""
+        changed = {k: v for k, v in self.get_params().items() if v != self.defaults[k]}
+        return self.name + (f"({', '.join(f'{k}={v!r}' for k, v in sorted(changed.items()))})" if changed else "")
+
+    def indices(self, y, sample_size: int, n_samples: int, seed: int, n_classes: int | None = None) -> list:
+        """``n_samples`` int arrays of shape (``sample_size``,): indices into the pool's labels ``y`` (int (m,),
+        codes 0..n-1) of the test samples, deterministic given ``seed``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
+
+
+#: The registered protocols: name -> :class:`Protocol` subclass.
+PROTOCOLS: dict[str, type[Protocol]] = {}
+
+
+def register(cls: type[Protocol]) -> type[Protocol]:
+    """Class decorator: add a :class:`Protocol` subclass to :data:`PROTOCOLS` under its ``name``. Raises
+    ValueError for an empty or already registered name."""
+    if not (isinstance(cls, type) and issubclass(cls, Protocol)):
+        raise TypeError(f"register takes a Protocol subclass, got {cls!r}")
+    if not cls.name or cls.name in PROTOCOLS:
+        raise ValueError(f"a protocol needs a name not registered yet, got {cls.name!r} (registered: {names()})")
+    PROTOCOLS[cls.name] = cls
+    return cls
+
+
+def names() -> list[str]:
+    """The registered protocols' names, in registration order."""
+    return list(PROTOCOLS)
+
+
+def make_protocol(protocol, **params) -> Protocol:
+    """A :class:`Protocol` from a registered name (``make_protocol("app", n_prevalences=11)``) or the instance
+    itself (then ``params`` must be empty). Raises ValueError naming the registered protocols for an unknown name
+    or parameter, TypeError for anything else."""
+    if isinstance(protocol, Protocol):
+        if params:
+            raise ValueError(f"params {sorted(params)} given with a Protocol instance: set them on the instance")
+        return protocol
+    if not isinstance(protocol, str):
+        raise TypeError(f"protocol must be a protocol name ({names()}) or a capshift.protocols.Protocol, got "
+                        f"{type(protocol).__name__}")
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; choose one of {names()}")
+    return PROTOCOLS[protocol](**params)
+
+
+@register
+class UPP(Protocol):
+    """Uniform prevalence protocol: each sample's prevalence drawn uniformly from the simplex (:func:`upp_indices`;
+    the LEAP paper's protocol, Sect. 5.2)."""
+
+    name = "upp"
+    description = "uniform prevalence protocol: prevalences uniform on the simplex (the LEAP paper's)"
+
+    def indices(self, y, sample_size, n_samples, seed, n_classes=None):
+        return upp_indices(y, sample_size, n_samples, seed, n_classes=n_classes)
+
+
+@register
+class APP(Protocol):
+    """Artificial prevalence protocol: the grid of :func:`app_prevalences` (``n_prevalences`` points per class),
+    repeated ``ceil(n_samples / n_prevalences)`` times and cut at ``n_samples`` samples, in QuaPy's order (for
+    binary data with the default 21 points: 21 samples per repetition, the QuAcc paper's binary protocol)."""
+
+    name = "app"
+    description = "artificial prevalence protocol: QuaPy's grid of prevalences, 21 points per class"
+    defaults = {"n_prevalences": 21}
+
+    def indices(self, y, sample_size, n_samples, seed, n_classes=None):
+        n_samples = _pos_int(n_samples, "n_samples")
+        reps = max(1, int(np.ceil(n_samples / self.n_prevalences)))
+        return app_indices(y, sample_size, n_prevalences=self.n_prevalences, repeats=reps, seed=seed,
+                           n_classes=n_classes)[:n_samples]
+
+
+@register
+class NPP(Protocol):
+    """Natural prevalence protocol: samples drawn uniformly from the pool (:func:`npp_indices`), at the pool's own
+    prevalence: the no-prior-shift reference."""
+
+    name = "npp"
+    description = "natural prevalence protocol: uniform samples of the pool (no prior shift beyond U's)"
+
+    def indices(self, y, sample_size, n_samples, seed, n_classes=None):
+        return npp_indices(y, sample_size, n_samples, seed, n_classes=n_classes)
