@@ -255,7 +255,7 @@ def test_ray_backend_runs_or_says_it_is_missing(tmp_path):
     (["run", "--datasets", "haberman", "--backend", "spark", "--results", "R"], "backend"),
     (["run", "--datasets", "haberman", "--scheduler", "tcp://x:1", "--results", "R"], "scheduler"),
     (["run", "--datasets", "haberman", "--n-jobs", "0", "--results", "R"], "n_jobs"),
-    (["run", "--datasets", "haberman", "--protocol", "npp", "--results", "R"], "protocol"),
+    (["run", "--datasets", "haberman", "--protocol", "uniform", "--results", "R"], "protocol"),
     (["summary", "--results", "/nonexistent/capshift-results"], "not a directory"),
     (["run", "--datasets", "haberman", "--cell-timeout", "0", "--results", "R"], "cell_timeout"),
     (["run", "--datasets", "haberman", "--cell-timeout", "soon", "--results", "R"], "--cell-timeout"),
