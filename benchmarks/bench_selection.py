@@ -23,7 +23,7 @@ import numpy as np
 from sklearn.base import clone
 
 from capshift import datasets, protocols, registry
-from capshift._validation import predict_codes
+from capshift.validation import predict_codes
 from capshift.selection import TransductiveSelector, candidate_grid
 
 

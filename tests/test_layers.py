@@ -2,7 +2,7 @@
 
 Layers, top to bottom: cli > grid > experiment > uncertainty | shift_experiments | efficiency > registry >
 the CAP methods (leap, baselines, quacc) > base > conformal | equations > the foundation (datasets, reference,
-emq, quantifiers, shift, protocols, classifiers, significance) > tables > _validation. The book runner and the
+emq, quantifiers, shift, protocols, classifiers, significance) > tables > validation. The book runner and the
 plots stay apart from the methods. A change that imports upward, makes a cycle, or makes the book runner depend
 on a method fails here (and so ``make test``), with import-linter's report of the offending import chain.
 """

@@ -5,7 +5,8 @@ Modules: ``tables`` (contingency tables, measures), ``equations`` (governing equ
 ``datasets``, ``protocols`` (PPS sampling), ``shift`` (dataset-shift protocols beyond PPS), ``experiment``
 (runner, results), ``grid`` (resumable grid runner, CLI), ``plots``, ``uncertainty`` (intervals around a CAP
 prediction), ``reference`` (the
-papers' published numbers), ``book`` (chapter runner).
+papers' published numbers), ``validation`` (the argument checks and capshift's warnings), ``book`` (chapter
+runner).
 """
 __version__ = "0.1.0"
 
@@ -20,7 +21,7 @@ _mpl.rcParams.update(_saved)
 del _saved
 
 # capshift's warnings (an input that is valid but leads to an estimate that cannot be trusted)
-from ._validation import (CalibrationWarning, CAPWarning, DegenerateClassifierWarning,  # noqa: E402,F401
+from .validation import (CalibrationWarning, CAPWarning, DegenerateClassifierWarning,  # noqa: E402,F401
                           InsufficientEvidenceWarning)
 
 __all__ = ["CAPWarning", "CalibrationWarning", "DegenerateClassifierWarning", "InsufficientEvidenceWarning"]

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from ._validation import (ATOL, DegenerateClassifierWarning, check_class_evidence, check_classifier, check_distribution,
+from .validation import (ATOL, DegenerateClassifierWarning, check_class_evidence, check_classifier, check_distribution,
                           check_every_class, check_fitted, check_fraction, check_labels, check_samples, check_seed, check_X,
                           predict_codes)
 from .conformal import ConformalInterval
@@ -31,7 +31,7 @@ __all__ = ["CAPEstimator", "check_classifier", "check_sample", "check_posteriors
 
 
 def check_sample(X, name: str = "X", n_features: int | None = None):
-    """A sample of items (m, d), m >= 1, finite (:func:`capshift._validation.check_X`); DataFrames by position."""
+    """A sample of items (m, d), m >= 1, finite (:func:`capshift.validation.check_X`); DataFrames by position."""
     return check_X(X, name, n_features=n_features)
 
 
@@ -56,10 +56,10 @@ class CAPEstimator(BaseEstimator):
     Subclasses implement ``_fit(X_val, y_val)`` and either ``_predict_tables(samples, prevalences,
     posteriors)`` (table methods) or, with ``estimates_tables = False``, ``_predict_values(samples, measure,
     prevalences, posteriors)`` (measure-only methods). Every public method validates its input here, the same
-    way for every method: samples through :func:`capshift._validation.check_X` (finite, 2-d, DataFrames read by
+    way for every method: samples through :func:`capshift.validation.check_X` (finite, 2-d, DataFrames read by
     position, the feature count seen at fit), labels against ``classifier.classes_``, prevalences and
     posteriors through the one probability check, ``random_state`` through
-    :func:`capshift._validation.check_seed`. A validation set missing a class is refused by every method.
+    :func:`capshift.validation.check_seed`. A validation set missing a class is refused by every method.
 
     Parameters
     ----------

@@ -48,7 +48,7 @@ from sklearn.base import clone
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import train_test_split
 from . import protocols
-from ._validation import CalibrationWarning, InsufficientEvidenceWarning, check_finite_array, check_int, check_labels, check_seed
+from .validation import CalibrationWarning, InsufficientEvidenceWarning, check_finite_array, check_int, check_labels, check_seed
 from .base import CAPEstimator, check_posteriors
 from .quantifiers import Quantifier, check_prevalence
 from .tables import contingency_table, get_measure, true_prevalence

@@ -36,7 +36,7 @@ from scipy.stats import betabinom
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-from ._validation import check_fitted, check_fraction, check_int, check_labels, check_seed, check_X
+from .validation import check_fitted, check_fraction, check_int, check_labels, check_seed, check_X
 from .protocols import upp_indices
 from .quantifiers import Quantifier
 from .tables import contingency_table, get_measure

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from ._validation import check_seed
+from .validation import check_seed
 from .shift import binarise
 
 __all__ = ["DatasetInfo", "REGISTRY", "TEXT_DATASETS", "DatasetUnavailableError", "names", "load_raw",

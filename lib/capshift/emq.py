@@ -32,8 +32,8 @@ import numpy as np
 import pandas
 import quapy.error as qerr
 
-from ._validation import ATOL, check_int
-from ._validation import check_distribution as _check_distribution
+from .validation import ATOL, check_int
+from .validation import check_distribution as _check_distribution
 from .tables import accuracy
 
 __all__ = [
@@ -53,7 +53,7 @@ __all__ = [
 def check_distribution(p, name: str = "p", atol: float = ATOL) -> np.ndarray:
     """Validate a (batch of) distribution(s); return it as a float64 array of shape ``(..., n)``.
 
-    The one probability-vector check of capshift (:func:`capshift._validation.check_distribution`): entries in
+    The one probability-vector check of capshift (:func:`capshift.validation.check_distribution`): entries in
     ``[-atol, 0)`` (round-off of solvers) are clipped to 0; anything more negative is an error.
 
     Raises

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_finite_array, check_int
+from .validation import check_finite_array, check_int
 from .tables import check_table, true_prevalence
 
 __all__ = [

@@ -39,7 +39,7 @@ from sklearn.utils.metaestimators import available_if
 from tqdm import tqdm  # the text bar: tqdm.auto warns (TqdmWarning) on import in a notebook without ipywidgets
 
 from . import datasets, registry, shift
-from ._validation import check_fraction, check_int, check_seed
+from .validation import check_fraction, check_int, check_seed
 from .pps_check import DEFAULT_LEVEL, pps_test
 from .quantifiers import Quantifier
 from .tables import contingency_table, get_measure

@@ -36,7 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 from tqdm import tqdm
 
 from . import datasets, protocols, registry
-from ._validation import check_fraction, check_int, check_seed
+from .validation import check_fraction, check_int, check_seed
 from .classifiers import CLASSIFIERS, make_classifier
 from .leap import DEFAULT_SOLVER, SOLVERS
 from .quantifiers import QUANTIFIERS, Quantifier

@@ -50,7 +50,7 @@ from tqdm import tqdm
 
 from . import __version__, protocols, registry, selection
 from . import datasets as _datasets
-from ._validation import CAPWarning, check_fraction, check_int
+from .validation import CAPWarning, check_fraction, check_int
 from .leap import DEFAULT_SOLVER
 from .classifiers import CLASSIFIERS
 from .tables import get_measure

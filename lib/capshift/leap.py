@@ -35,7 +35,7 @@ from scipy.optimize import minimize
 from ._qp import SimplexActiveSet
 from .base import CAPEstimator
 from .equations import governing_system, validation_rates
-from ._validation import InsufficientEvidenceWarning
+from .validation import InsufficientEvidenceWarning
 from .quantifiers import Quantifier, check_prevalence, make_quantifier
 from .tables import check_table, true_prevalence
 

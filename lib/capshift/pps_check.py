@@ -34,7 +34,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from ._validation import check_distribution, check_every_class, check_fraction, check_int, check_labels, check_seed, check_X
+from .validation import check_distribution, check_every_class, check_fraction, check_int, check_labels, check_seed, check_X
 
 __all__ = ["PPSTest", "pps_test", "reference_sample", "stratified_rank_test", "DEFAULT_LEVEL", "DEFAULT_MIN_ITEMS"]
 

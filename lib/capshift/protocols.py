@@ -27,7 +27,7 @@ from quapy.protocol import APP as _QuaPyAPP
 from quapy.protocol import NPP as _QuaPyNPP
 from quapy.util import temp_seed
 
-from ._validation import check_distribution, check_int, check_seed
+from .validation import check_distribution, check_int, check_seed
 
 __all__ = ["upp_indices", "upp_prevalences", "app_indices", "app_prevalences", "npp_indices", "sample_at",
            "sample_prevalence", "Protocol", "UPP", "APP", "NPP", "PROTOCOLS", "register", "names", "make_protocol"]

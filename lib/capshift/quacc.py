@@ -37,7 +37,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import ParameterGrid, StratifiedKFold, cross_val_predict, train_test_split
 
-from ._validation import InsufficientEvidenceWarning, check_fraction, check_int, check_seed, check_X
+from .validation import InsufficientEvidenceWarning, check_fraction, check_int, check_seed, check_X
 from .base import CAPEstimator, check_posteriors
 from .datasets import Split
 from .protocols import upp_indices  # sampling of the grid search's scoring samples (QuaPy's UPP)

@@ -39,7 +39,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
 from ._kdey import KDEY_BACKENDS, KDEyEvaluator, check_kdey_backend
-from ._validation import (ATOL, check_class_evidence, check_classifier, check_distribution, check_every_class,
+from .validation import (ATOL, check_class_evidence, check_classifier, check_distribution, check_every_class,
                           check_fitted, check_fraction, check_int, check_labels, check_seed, check_X)
 
 __all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "Quantifier", "make_quantifier", "check_prevalence", "resolve_quantifier"]
@@ -68,7 +68,7 @@ def resolve_quantifier(quantifier, choices):
 def check_prevalence(prev, n_classes: int, name: str = "prevalence", atol: float = ATOL) -> np.ndarray:
     """Validate prevalence vector(s) of shape ``(..., n_classes)``: finite, >= 0, summing to 1.
 
-    The one probability-vector check (:func:`capshift._validation.check_distribution`); returns float64,
+    The one probability-vector check (:func:`capshift.validation.check_distribution`); returns float64,
     round-off below 0 clipped. TypeError for non-numeric input, ValueError naming ``name`` otherwise.
     """
     return check_distribution(prev, name, n_classes=n_classes, atol=atol)
@@ -156,7 +156,7 @@ class Quantifier:
     def fit(self, X_val, y_val, n_classes: int):
         """Fit on V: ``X_val`` (m, d), ``y_val`` (m,) int in 0..n_classes-1, every class present. Returns self.
 
-        Raises ValueError/TypeError for invalid input (:mod:`capshift._validation`), an unknown method, a class
+        Raises ValueError/TypeError for invalid input (:mod:`capshift.validation`), an unknown method, a class
         absent from V, or a class with 1 item for a cross-validated quantifier ("kdey"); warns
         (:class:`capshift.InsufficientEvidenceWarning`) below :attr:`min_per_class`.
         """

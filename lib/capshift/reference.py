@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from ._validation import check_fraction
+from .validation import check_fraction
 from .datasets import REGISTRY
 from .significance import MIN_POWER, power, samples_needed, significance, verdict as power_verdict
 

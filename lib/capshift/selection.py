@@ -47,7 +47,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.svm import SVC
 
 from . import datasets, protocols, registry
-from ._validation import (check_classifier, check_fitted, check_fraction, check_int, check_labels, check_seed,
+from .validation import (check_classifier, check_fitted, check_fraction, check_int, check_labels, check_seed,
                           check_samples, check_X, predict_codes)
 from .quantifiers import Quantifier
 from .significance import compare_groups, significance

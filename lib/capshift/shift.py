@@ -53,7 +53,7 @@ from quapy.data import LabelledCollection
 from quapy.protocol import AbstractStochasticSeededProtocol, OnLabelledCollectionProtocol
 from sklearn.model_selection import train_test_split
 
-from ._validation import MAX_SEED, check_finite_array, check_fraction, check_int, check_labels, check_seed, check_X
+from .validation import MAX_SEED, check_finite_array, check_fraction, check_int, check_labels, check_seed, check_X
 
 __all__ = ["taxonomy", "binarise", "cut_points", "ShiftSamples", "Trial", "PriorShift", "GlobalCovariateShift",
            "LocalCovariateShift", "ConceptShift", "PROTOCOLS", "dirichlet_prevalences", "gaussian_shift_data",

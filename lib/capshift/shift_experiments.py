@@ -27,7 +27,7 @@ from sklearn.model_selection import train_test_split
 from tqdm import tqdm
 
 from . import registry
-from ._validation import check_fraction
+from .validation import check_fraction
 from .classifiers import make_classifier
 from .quantifiers import Quantifier
 from .tables import contingency_table, get_measure

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._validation import ATOL, check_int, check_labels
+from .validation import ATOL, check_int, check_labels
 
 __all__ = [
     "contingency_table", "check_table", "true_prevalence", "predicted_prevalence",

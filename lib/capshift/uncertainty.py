@@ -33,7 +33,7 @@ from joblib import parallel_config
 from quapy.method.confidence import AggregativeBootstrap
 
 from . import datasets, registry
-from ._validation import check_fitted, check_fraction, check_int, check_seed, check_X
+from .validation import check_fitted, check_fraction, check_int, check_seed, check_X
 from .base import CAPEstimator
 from .classifiers import make_classifier
 from .conformal import (FLOOR_DRAWS, SCHEMES, SCORES, ConformalInterval, acc_prevalence, conformal_quantile,
