@@ -139,3 +139,21 @@ def test_the_earlier_experiment_alias_says_where_the_command_line_went():
     out = subprocess.run([sys.executable, "-m", "capshift.experiment", "run"], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 1 and "python -m capshift run" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_every_subcommand_comes_from_the_one_registry(monkeypatch, capsys):
+    from capshift import cli
+
+    assert "{run,summary,build,chapter,check,colab,estimate}" in cli.parser().format_usage()
+    calls = []
+
+    def add_hello(sub):
+        sub.add_parser("hello").add_argument("--who", default="reader")
+
+    def run_hello(args, parser):
+        calls.append((args.who, parser.prog))
+        return 7
+
+    monkeypatch.setattr(cli, "COMMANDS", cli.COMMANDS + ((add_hello, run_hello),))
+    assert cli.main(["hello", "--who", "you"]) == 7 and calls == [("you", "capshift hello")]
+    assert ",estimate,hello}" in cli.parser().format_usage()

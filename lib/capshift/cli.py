@@ -30,9 +30,8 @@ from .experiment import DEFAULT_METHODS
 from .grid import DEFAULT_CELL_TIMEOUT, FailedCellsWarning, load_results, run_grid
 from .leap import DEFAULT_SOLVER, SOLVERS
 
-__all__ = ["main", "grid_main", "add_grid_commands", "run_grid_command", "add_estimate_command", "estimate_command"]
-
-GRID_COMMANDS = ("run", "summary")
+__all__ = ["main", "parser", "COMMANDS", "add_grid_commands", "run_grid_command", "add_estimate_command",
+           "estimate_command", "book_command"]
 
 
 # ---- the grid ----
@@ -82,10 +81,9 @@ def _expand_datasets(names):
     return out
 
 
-def run_grid_command(args: argparse.Namespace, parser: argparse.ArgumentParser,
-                     run_parser: argparse.ArgumentParser) -> int:
-    """Carry out ``run`` or ``summary`` (``args.command``); bad arguments exit through ``parser.error`` /
-    ``run_parser.error`` (status 2, one line)."""
+def run_grid_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Carry out ``run`` or ``summary`` (``args.command``); bad arguments exit through ``parser.error`` (the
+    command's own parser: status 2, one line)."""
     if args.command == "summary":
         try:
             with warnings.catch_warnings():
@@ -110,7 +108,7 @@ def run_grid_command(args: argparse.Namespace, parser: argparse.ArgumentParser,
                           backend=args.backend, scheduler=args.scheduler, progress=not args.no_progress,
                           cell_timeout=args.cell_timeout)
     except (ValueError, TypeError) as exc:
-        run_parser.error(str(exc))
+        parser.error(str(exc))
     except KeyboardInterrupt:
         print(f"interrupted: the finished cells are in {args.results} (the cell in hand was not written); re-run "
               "the same command to resume", file=sys.stderr)
@@ -162,14 +160,14 @@ def add_estimate_command(sub) -> argparse.ArgumentParser:
     e.add_argument("--write-example", default=None, metavar="DIR",
                    help="write the book's embedded example (model, validation file, 20 batches) to DIR, print "
                         "the command that estimates on it, and stop")
-    e.set_defaults(estimate_parser=e)
     return e
 
 
-def estimate_command(args: argparse.Namespace) -> int:
-    """Carry out ``estimate``: bad input exits with status 2 and one line, before anything is written."""
+def estimate_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Carry out ``estimate`` (``parser``: its own parser): bad input exits with status 2 and one line, before
+    anything is written."""
     def err(message: str):  # one line, without argparse's usage block (it names no argument that was wrong)
-        print(f"{args.estimate_parser.prog}: error: {message}", file=sys.stderr)
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2)
 
     if args.write_example:
@@ -210,35 +208,43 @@ def estimate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parser(prog: str, book_commands: bool) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+def book_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Carry out one of the book's subcommands (:func:`capshift.book.run_command`)."""
+    args.cmd = args.command  # the book runner's name for it
+    return book.run_command(args)
+
+
+#: The command line's subcommands, one entry per group: ``(add, run)``, where ``add(sub)`` adds the group's parsers
+#: to an argparse ``add_subparsers()`` object and ``run(args, parser)`` carries out a parsed command of the group
+#: (``parser``: that command's own parser, for its one-line errors) and returns the exit status. A new subcommand
+#: is its two functions and one entry here.
+COMMANDS = (
+    (add_grid_commands, run_grid_command),  # run, summary
+    (book.add_commands, book_command),  # build, chapter, check, colab
+    (add_estimate_command, estimate_command),  # estimate
+)
+
+
+def parser(prog: str = "capshift") -> argparse.ArgumentParser:
+    """The command line's parser: every subcommand of :data:`COMMANDS`, each parsed command carrying its ``run``
+    function and its own parser (``args.run``, ``args.command_parser``)."""
     p = argparse.ArgumentParser(prog=prog, description="Run a resumable grid of CAP experiments (datasets x "
-                                "classifiers x methods) into a results directory of parquet files"
-                                + (", or execute and build the book." if book_commands else "."))
+                                "classifiers x methods) into a results directory of parquet files, estimate a "
+                                "model's accuracy on your own files, or execute and build the book.")
     sub = p.add_subparsers(dest="command", required=True)
-    run_parser = add_grid_commands(sub)
-    if book_commands:
-        book.add_commands(sub)
-        add_estimate_command(sub)
-    return p, run_parser
-
-
-def grid_main(argv=None, prog: str = "capshift") -> int:
-    """The grid's command line alone: ``run`` and ``summary``."""
-    parser, run_parser = _parser(prog, book_commands=False)
-    return run_grid_command(parser.parse_args(argv), parser, run_parser)
+    for add, run in COMMANDS:
+        before = set(sub.choices)
+        add(sub)
+        for name in set(sub.choices) - before:
+            sub.choices[name].set_defaults(run=run, command_parser=sub.choices[name])
+    return p
 
 
 def main(argv=None, prog: str = "capshift") -> int:
     """The ``capshift`` console script (and ``python -m capshift``, with ``prog`` its name in the usage line):
     ``run``, ``summary``, ``build``, ``chapter``, ``check``, ``colab``, ``estimate``."""
-    parser, run_parser = _parser(prog, book_commands=True)
-    args = parser.parse_args(argv)
-    if args.command in GRID_COMMANDS:
-        return run_grid_command(args, parser, run_parser)
-    if args.command == "estimate":
-        return estimate_command(args)
-    args.cmd = args.command  # the book runner's name for it
-    return book.run_command(args)
+    args = parser(prog).parse_args(argv)
+    return args.run(args, args.command_parser)
 
 
 if __name__ == "__main__":
