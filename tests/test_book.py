@@ -1,6 +1,7 @@
 """Tests of the executable book: toc/chapters consistency, parameter cells, profiles, the runner, the CI build."""
 import ast
 import io
+import os
 import re
 import shutil
 import subprocess
@@ -362,3 +363,25 @@ def test_kernel_environment_shares_the_cores_between_chapters(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # what the user set is kept
     assert "OMP_NUM_THREADS" not in book.kernel_environment(2, cores=2)
     assert book.kernel_environment(2, cores=2)["OPENBLAS_NUM_THREADS"] == "1"
+
+
+def test_execute_hands_the_thread_limits_to_the_kernel_and_restores_the_environment(tmp_path, monkeypatch):
+    src = tmp_path / "tiny.md"
+    src.write_text("---\njupytext:\n  text_representation:\n    format_name: myst\nkernelspec:\n  name: python3\n"
+                   "---\n\n# Tiny\n\n```{code-cell} ipython3\n:tags: [parameters]\n\nn: int = 1  # a number\n```\n")
+    for var in book.THREAD_VARS:
+        monkeypatch.delenv(var, raising=False)
+    seen = {}
+
+    def fake_execute(inp, out, **kw):  # papermill without a kernel: record what the kernel would inherit
+        seen.update({var: os.environ.get(var) for var in (*book.THREAD_VARS, "MPLBACKEND")})
+        shutil.copy(inp, out)
+
+    monkeypatch.setattr(book.papermill, "execute_notebook", fake_execute)
+    monkeypatch.setattr(book.os, "cpu_count", lambda: 2)
+    book.execute("tiny", src, {}, "default", tmp_path / "out" / "tiny.ipynb", tmp_path, tmp_path / "failed", jobs=2)
+    assert {var: seen[var] for var in book.THREAD_VARS} == {var: "1" for var in book.THREAD_VARS}
+    assert seen["MPLBACKEND"] == book.INLINE
+    assert not any(var in os.environ for var in book.THREAD_VARS)  # the builder's own environment is put back
+    book.execute("tiny", src, {}, "default", tmp_path / "out" / "tiny.ipynb", tmp_path, tmp_path / "failed", jobs=1)
+    assert all(seen[var] is None for var in book.THREAD_VARS)  # one chapter at a time: the libraries' defaults

@@ -144,7 +144,7 @@ def test_the_earlier_experiment_alias_says_where_the_command_line_went():
 def test_every_subcommand_comes_from_the_one_registry(monkeypatch, capsys):
     from capshift import cli
 
-    assert "{run,summary,build,chapter,check,colab,estimate}" in cli.parser().format_usage()
+    assert "{run,summary,build,chapter,check,colab,estimate}" in cli.build_parser().format_usage()
     calls = []
 
     def add_hello(sub):
@@ -156,4 +156,4 @@ def test_every_subcommand_comes_from_the_one_registry(monkeypatch, capsys):
 
     monkeypatch.setattr(cli, "COMMANDS", cli.COMMANDS + ((add_hello, run_hello),))
     assert cli.main(["hello", "--who", "you"]) == 7 and calls == [("you", "capshift hello")]
-    assert ",estimate,hello}" in cli.parser().format_usage()
+    assert ",estimate,hello}" in cli.build_parser().format_usage()

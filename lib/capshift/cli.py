@@ -30,7 +30,7 @@ from .experiment import DEFAULT_METHODS
 from .grid import DEFAULT_CELL_TIMEOUT, FailedCellsWarning, load_results, run_grid
 from .leap import DEFAULT_SOLVER, SOLVERS
 
-__all__ = ["main", "parser", "COMMANDS", "add_grid_commands", "run_grid_command", "add_estimate_command",
+__all__ = ["main", "build_parser", "COMMANDS", "add_grid_commands", "run_grid_command", "add_estimate_command",
            "estimate_command", "book_command"]
 
 
@@ -225,7 +225,7 @@ COMMANDS = (
 )
 
 
-def parser(prog: str = "capshift") -> argparse.ArgumentParser:
+def build_parser(prog: str = "capshift") -> argparse.ArgumentParser:
     """The command line's parser: every subcommand of :data:`COMMANDS`, each parsed command carrying its ``run``
     function and its own parser (``args.run``, ``args.command_parser``)."""
     p = argparse.ArgumentParser(prog=prog, description="Run a resumable grid of CAP experiments (datasets x "
@@ -243,7 +243,7 @@ def parser(prog: str = "capshift") -> argparse.ArgumentParser:
 def main(argv=None, prog: str = "capshift") -> int:
     """The ``capshift`` console script (and ``python -m capshift``, with ``prog`` its name in the usage line):
     ``run``, ``summary``, ``build``, ``chapter``, ``check``, ``colab``, ``estimate``."""
-    args = parser(prog).parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     return args.run(args, args.command_parser)
 
 
