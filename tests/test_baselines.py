@@ -1,11 +1,14 @@
 """CAP baselines: Naive, ATC, DoC, DS, NN, CBPE, COT/Q-COT, RCA/RCA* (capshift.baselines)."""
 import copy
+import sys
 import time
+import warnings
+from pathlib import Path
 
 import abstention.calibration
-import abstention.label_shift
 import numpy as np
 import pytest
+from abstention.calibration import TempScaling
 from quapy.method.aggregative import EMQ
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
@@ -16,6 +19,9 @@ from capshift import CalibrationWarning, DegenerateClassifierWarning, baselines,
 from capshift.baselines import (ATC, CBPE, COT, DS, NN, RCA, DoC, Naive, RCAStar, atc_threshold, cbpe_table,
                                 cot_accuracy, dispersion_score, max_confidence, nuclear_norm_score)
 from capshift.tables import accuracy, contingency_table, get_measure, macro_f1
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_calibration import _P_V, _SHIFTED, _scaled_posteriors, _separated  # noqa: E402  (the shared problems)
 
 
 def test_naive_predicts_validation_table():
@@ -198,6 +204,30 @@ def test_sld_cbpe_falls_back_to_sld_when_bcts_cannot_be_fitted(problem, monkeypa
     _, expected = EMQ.EM(h.predict_proba(X_V).mean(axis=0), P)  # SLD on h's posteriors, from their mean on V
     np.testing.assert_allclose(est.calibrate(P), expected, atol=1e-12)
 
+
+@pytest.mark.parametrize("zeros", [False, True])
+def test_cbpe_falls_back_when_h_separates_v(zeros):
+    # no monkeypatch: h separates V, abstention's fit fails for every floor (test_calibration), so bcts_ is False,
+    # BCTS-CBPE returns h's posteriors and SLD-CBPE is SLD from their mean on V, to the bit
+    P_val, y_val = _separated(2, zeros)
+    P = np.array([[0.9, 0.1], [0.0, 1.0], [0.45, 0.55]])
+    h = _PosteriorStub(np.r_[P_val, P])
+    X_val, X = np.arange(len(y_val))[:, None], len(y_val) + np.arange(3)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # abstention's overflow, and CBPE's check that V is miscalibrated
+        sld_cbpe = CBPE(h, calibration="sld-bcts").fit(X_val, y_val)
+        bcts_cbpe = CBPE(h, calibration="bcts").fit(X_val, y_val)
+    half = 0.5 * P_val[P_val > 0].min()
+    assert not sld_cbpe.bcts_ and not bcts_cbpe.bcts_ and sld_cbpe.floor_ == bcts_cbpe.floor_ == half
+    np.testing.assert_array_equal(bcts_cbpe.calibrate(P), P / P.sum(axis=1, keepdims=True))
+    prior = P_val.mean(axis=0) / P_val.mean(axis=0).sum()
+    np.testing.assert_array_equal(sld_cbpe.train_prevalence_, prior)
+    _, expected = EMQ.EM(prior, P)
+    np.testing.assert_array_equal(sld_cbpe.calibrate(P), expected / expected.sum(axis=1, keepdims=True))
+    assert np.abs(sld_cbpe.calibrate(P) - P).max() > 0.01  # SLD did move the posteriors
+    assert sld_cbpe.predict_batch([X], posteriors=[P])[0] == pytest.approx(
+        np.trace(cbpe_table(expected / expected.sum(axis=1, keepdims=True), P.argmax(axis=1), 2)), abs=1e-15)
+
 def test_qcot_with_true_prevalence_on_one_hot_posteriors():
     # one-hot posteriors: COT's cost is the L1 mass h must move between its predicted classes and the
     # labels, so 1 - cost = sum_k min(gamma_k, q_k); it equals the accuracy when every error of a class
@@ -308,164 +338,7 @@ def test_methods_registry_names():
 
 
 # -- LasCal (L-CBPE) and the CBPE calibration variants ---------------------------------------------
-_MU = np.array([[0.0, 0.0], [1.6, 0.0], [0.8, 1.4]])  # the 3 Gaussian classes of _gaussians (unit covariance)
-_P_V = np.full(3, 1 / 3)
-_SHIFTED = np.array([0.6, 0.3, 0.1])
-
-
-def _scaled_posteriors(m, prior, rng, c):
-    """m items of the 3 Gaussians drawn with class prior ``prior``: the posteriors of a classifier whose logits are
-    c times the Bayes log-posteriors for the uniform source prior (miscalibrated by a known temperature: dividing
-    its logits by T = c restores them), the labels, and the exact target posteriors p_U(y|x)."""
-    y = rng.choice(3, size=m, p=prior)
-    X = _MU[y] + rng.normal(size=(m, 2))
-    loglik = -0.5 * ((X[:, None, :] - _MU[None]) ** 2).sum(axis=-1)
-    z = np.log(_P_V) + loglik
-    P = np.exp(c * z - (c * z).max(axis=1, keepdims=True))
-    Pt = np.exp(np.log(prior) + loglik - loglik.max(axis=1, keepdims=True))
-    return P / P.sum(axis=1, keepdims=True), y, Pt / Pt.sum(axis=1, keepdims=True)
-
-
-def test_temperature_scale():
-    P = np.array([[0.7, 0.2, 0.1], [1.0, 0.0, 0.0], [0.5, 0.5, 0.0]])
-    np.testing.assert_allclose(baselines.temperature_scale(P, 1.0), P, atol=1e-15)
-    flat, sharp = baselines.temperature_scale(P, 2.0), baselines.temperature_scale(P, 0.5)
-    np.testing.assert_allclose(flat[0], np.sqrt(P[0]) / np.sqrt(P[0]).sum())  # softmax(log P / 2) = sqrt(P), normalised
-    np.testing.assert_allclose(sharp[0], P[0] ** 2 / (P[0] ** 2).sum())
-    assert flat[1].tolist() == [1, 0, 0] and sharp[2].tolist() == [0.5, 0.5, 0]  # zeros stay 0, ties stay tied
-
-
-@pytest.mark.parametrize("c", [2.0, 0.5])
-def test_lascal_recovers_a_known_temperature_under_label_shift(c):
-    # h's logits are c times the Bayes log-posteriors of V (uniform prior); the target U has prior (.6, .3, .1).
-    # The temperature minimising U's true classwise CE (E_U over 200k items of mean_k (f_k - p_U(k|x))^2, with
-    # p_U(y|x) exact) is c here (checked on a grid c * 2^(j/24): the label-shift optimum coincides with c within
-    # the grid's 3% step), so LasCal, fitted on V's labels and U's posteriors only, must land near c. Spread: over 20
-    # repetitions with |V| = |U| = 4000, log T has sd 0.08 (measured), so the median of 5 has sd about 0.045;
-    # 15% (3 sd) is the tolerance. Uncalibrated (T = 1) is 100% (c = 2) or 50% (c = 0.5) off.
-    rng = np.random.default_rng(0)
-    grid = c * 2.0 ** (np.arange(-24, 25) / 24)
-    P, _, Pt = _scaled_posteriors(200_000, _SHIFTED, np.random.default_rng(1), c)
-    ce = [np.mean((baselines.temperature_scale(P, T) - Pt) ** 2) for T in grid]
-    assert grid[int(np.argmin(ce))] == pytest.approx(c, rel=0.03)
-    Ts = []
-    for _ in range(5):
-        P_V, y_V, _ = _scaled_posteriors(4000, _P_V, rng, c)
-        P_U, _, _ = _scaled_posteriors(4000, _SHIFTED, rng, c)
-        w = baselines.rlls_weights(P_V, y_V, P_U)
-        Ts.append(baselines.lascal_temperature(P_V, y_V, P_U, w)[0])
-    assert np.median(Ts) == pytest.approx(c, rel=0.15), Ts
-
-
-def test_lascal_calibration_error_by_hand():
-    # one bin (n_bins=1): the target scores of class 1 are t = (.2, .4, .6, .8), so the bin is (.2, .8] (the
-    # authors' half-open bins) with m_b = 3 target items; V's class-1 items with scores in it: .3 and .7 (not .9),
-    # 2 of |V| = 4. c = w_1 * (2/4) * (m - 1)/(m_b - 1) = 1.5 * 0.5 * 3/2 = 1.125 (not clipped), and the estimate is
-    # ((.4 - c)^2 + (.6 - c)^2 + (.8 - c)^2) / 4 = 0.22671875.
-    t = np.array([0.2, 0.4, 0.6, 0.8])
-    s = np.array([0.3, 0.5, 0.9, 0.7])
-    P = np.column_stack([1 - t, t])
-    P_val = np.column_stack([1 - s, s])
-    ce = baselines.lascal_calibration_error(P_val, [1, 0, 1, 1], P, [0.5, 1.5], n_bins=1)
-    assert ce[1] == pytest.approx(0.22671875, abs=1e-15)
-    # the labelled counterpart: leave-one-out frequency of class 1 among the other items of the bin
-    lab = baselines.classwise_calibration_error(P, [0, 1, 1, 0], n_bins=1)
-    assert lab[1] == pytest.approx(((0.4 - 0.5) ** 2 + (0.6 - 0.5) ** 2 + (0.8 - 1.0) ** 2) / 4, abs=1e-15)
-
-
-def test_lascal_rlls_weights_are_the_authors_estimator():
-    # LasCal's default weights ("rlls-hard") are abstention's RLLSImbalanceAdapter (Azizzadenesheli et al. 2019,
-    # the regularised BBSE): ours solve the same convex problem
-    rng = np.random.default_rng(2)
-    P_V, y_V, _ = _scaled_posteriors(1000, _P_V, rng, 2.0)
-    P_U, _, _ = _scaled_posteriors(300, _SHIFTED, rng, 2.0)
-    theirs = abstention.label_shift.RLLSImbalanceAdapter()(
-        valid_labels=np.eye(3)[y_V], tofit_initial_posterior_probs=P_U, valid_posterior_probs=P_V).multipliers
-    np.testing.assert_allclose(baselines.rlls_weights(P_V, y_V, P_U), theirs, atol=1e-6)
-
-
-def test_lascal_rlls_weights_estimate_the_prior_ratio():
-    rng = np.random.default_rng(3)
-    P_V, y_V, _ = _scaled_posteriors(8000, _P_V, rng, 1.0)
-    P_U, _, _ = _scaled_posteriors(8000, _SHIFTED, rng, 1.0)
-    w = baselines.rlls_weights(P_V, y_V, P_U)
-    np.testing.assert_allclose(w, _SHIFTED / (np.bincount(y_V) / len(y_V)), atol=0.15)  # true ratio (1.8, .9, .3)
-
-
-def test_lascal_calibration_error_is_consistent():
-    # The label-free estimate (V's labels reweighted by w, U's posteriors) converges to the labelled classwise CE of
-    # U (the authors' estimator with U's labels, which LasCal never sees). Gap: sum over the 3 classes of
-    # |label-free - labelled|, mean over 10 repetitions with |V| = |U| = n, h overconfident (c = 2). Measured, for
-    # the true weights / RLLS's / w = 1 (ignoring the shift): 0.128 / 0.148 / 0.102 at n = 250, 0.030 / 0.043 /
-    # 0.062 at 1000, 0.014 / 0.027 / 0.047 at 4000, 0.005 / 0.007 / 0.037 at 16000. A consistent estimator must
-    # shrink the gap with n: n = 4000 must be at least 3 times better than n = 250 (root-n: 4); without the
-    # importance weights it must not be (it stays more than twice the weighted gap at n = 4000).
-    def gaps(n):
-        rng = np.random.default_rng(5)
-        out = []
-        for _ in range(10):
-            P_V, y_V, _ = _scaled_posteriors(n, _P_V, rng, 2.0)
-            P_U, y_U, _ = _scaled_posteriors(n, _SHIFTED, rng, 2.0)
-            labelled = baselines.classwise_calibration_error(P_U, y_U)
-            weights = [_SHIFTED / (np.bincount(y_V, minlength=3) / n), baselines.rlls_weights(P_V, y_V, P_U), np.ones(3)]
-            out.append([np.abs(baselines.lascal_calibration_error(P_V, y_V, P_U, w) - labelled).sum() for w in weights])
-        return np.mean(out, axis=0)
-    small, large = gaps(250), gaps(4000)
-    assert large[0] < small[0] / 3 and large[1] < small[1] / 3, (small, large)
-    assert large[2] > 2 * large[0], (small, large)
-
-
-def _lascal_temperature_reference(P_val, y_val, P, w, p=2):
-    """LasCal's temperature search as it was before the vectorised search (commit 33cd65f), one loss evaluation at a
-    time on the public functions: the grid's losses, then bounded Brent on log T around the best grid value."""
-    from scipy.optimize import minimize_scalar
-    grid = baselines.LASCAL_TEMPERATURES
-
-    def loss(T):
-        return float(np.mean(baselines.lascal_calibration_error(
-            baselines.temperature_scale(P_val, T), y_val, baselines.temperature_scale(P, T), w, p=p)))
-
-    if ((P == 0) | (P == P.max(axis=1, keepdims=True))).all():
-        return 1.0, loss(1.0)
-    losses = np.array([loss(T) for T in grid])
-    if np.ptp(losses) == 0.0:
-        return 1.0, float(losses[0])
-    k = int(np.argmin(losses))
-    best_T, best = float(grid[k]), float(losses[k])
-    lo, hi = np.log(grid[max(k - 1, 0)]), np.log(grid[min(k + 1, grid.size - 1)])
-    res = minimize_scalar(lambda u: loss(np.exp(u)), bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
-    if res.fun < best:
-        best_T, best = float(np.exp(res.x)), float(res.fun)
-    return best_T, best
-
-
-def test_lascal_temperature_is_the_one_loss_at_a_time_search():
-    # lascal_temperature evaluates the loss for the 100 grid temperatures and all classes at once (and L-CBPE keeps
-    # V's side of the grid between samples); it must give the temperature and loss of the loss-by-loss search
-    # exactly (==, not approx: the binned loss jumps, so a last-bit difference could move Brent's path). Cases with
-    # exact zeros and ties (rounded posteriors), samples of 1 to 150 items (above 128 numpy sums by halves), p = 3.
-    rng = np.random.default_rng(7)
-    for case in range(24):
-        n, n_v, m = int(rng.integers(2, 9)), int(rng.integers(30, 300)), int([1, 2, 7, 40, 100, 150][case % 6])
-        conc = [0.2, 1.0, 3.0][case % 3]
-        P_val, P = rng.dirichlet(np.full(n, conc), size=n_v), rng.dirichlet(np.full(n, conc), size=m)
-        if case % 4 == 1:  # exact zeros
-            P_val, P = [np.where(Q < 0.05, 0.0, Q) for Q in (P_val, P)]
-        if case % 4 == 2:  # ties
-            P_val, P = [np.round(Q, 1) + 1e-9 for Q in (P_val, P)]
-        P_val, P = [Q / Q.sum(axis=1, keepdims=True) for Q in (P_val, P)]
-        y_val, w = rng.integers(0, n, n_v), rng.uniform(0, 2, n) * (rng.random(n) > 0.1)
-        p = 3 if case % 5 == 4 else 2
-        assert baselines.lascal_temperature(P_val, y_val, P, w, p=p) == \
-            _lascal_temperature_reference(P_val, y_val, P, w, p=p), case
-    # L-CBPE on a real classifier: LR on german, UPP samples of 100, temperatures of est.lascal against the reference
-    ctx = experiment.prepare("german", "lr", [], "upp", 6, 100, 0)
-    est = CBPE(ctx.h, calibration="lascal").fit(ctx.split.X_V, ctx.split.y_V)
-    P_val = ctx.h.predict_proba(ctx.split.X_V)
-    for idx in ctx.idx:
-        P = ctx.h.predict_proba(ctx.split.X_U[idx])
-        T, w = est.lascal(P)
-        assert T == _lascal_temperature_reference(P_val, ctx.split.y_V, P, w)[0]
+# (the calibration functions themselves, and the scaled-logit problem below, are tested in test_calibration.py)
 
 
 def test_lcbpe_calibrates_and_estimates_under_shift():
@@ -542,9 +415,7 @@ def test_cbpe_variants_compute_what_they_name(problem):
     plain = CBPE(h, calibration=None).fit(X_V, y_V)
     np.testing.assert_array_equal(plain.calibrate(P), P)
     np.testing.assert_array_equal(plain.predict_table_batch([X_U[:100]])[0], cbpe_table(P, P.argmax(axis=1), 3))
-    emq = EMQ(h, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts")
-    emq.aggregation_fit(P_V, y_V)
-    bcts = emq._calibrate_if_requested(P)
+    bcts = TempScaling(bias_positions="all")(P_V, np.eye(3)[y_V], posterior_supplied=True)(P)  # QuaPy's BCTS fit
     np.testing.assert_allclose(CBPE(h, calibration="bcts").fit(X_V, y_V).calibrate(P),
                                bcts / bcts.sum(axis=1, keepdims=True), rtol=0, atol=1e-15)
     _, sld = EMQ.EM(P_V.mean(axis=0), P)

@@ -160,16 +160,16 @@ def test_predict_measures_equals_one_measure_at_a_time(name):
 
 
 def test_validation_samples_match_the_test_sample_size(monkeypatch):
-    from capshift import experiment
+    from capshift import registry
 
     made = []
-    orig = experiment.make_method
+    orig = registry.make_method
 
     def spy(*args, **kwargs):
         made.append(orig(*args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(experiment, "make_method", spy)
+    monkeypatch.setattr(registry, "make_method", spy)  # the one factory, which the evaluation path calls
     run_experiment("cmc.1", methods=("DS",), n_samples=3, sample_size=40, progress=False)
     # DS's score grows with the sample size: its validation samples take the test samples' size
     assert list(made[0].val_scores_) == [40]

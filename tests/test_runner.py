@@ -293,12 +293,12 @@ def test_the_cli_runs_every_registered_protocol_and_keys_cells_by_it(tmp_path):
     res = tmp_path / "res"
     base = [sys.executable, "-m", "capshift", "run", "--datasets", "haberman", "--methods", "Naive", "--results",
             str(res), "--n-samples", "6", "--sample-size", "30", "--n-jobs", "1", "--no-progress"]
-    for name in protocols.names():
+    for name in protocols.names("pps"):
         out = subprocess.run(base + ["--protocol", name], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and "0 cells reused, 1 computed" in out.stdout, out.stderr
     again = subprocess.run(base + ["--protocol", "npp"], capture_output=True, text=True, timeout=120)
     assert "1 cells reused, 0 computed" in again.stdout  # resumable: the npp cell is on disk under its own key
-    for name in protocols.names():
+    for name in protocols.names("pps"):
         df = grid.load_results(res, protocol=name)
         ref = grid.run_grid(["haberman"], ["lr"], ["Naive"], None, protocol=name, n_samples=6, sample_size=30,
                             progress=False)
@@ -526,3 +526,31 @@ def test_the_code_fingerprint_leaves_out_only_modules_no_cell_imports(tmp_path, 
     assert fingerprint() == before
     (root / "leap.py").write_text((root / "leap.py").read_text() + "\n# a comment\n")
     assert fingerprint() != before
+
+
+def test_the_cli_runs_a_dataset_shift_family_resumably_with_its_parameters(tmp_path):
+    # a dataset-shift family through the same grid: cells keyed by the family and its changed parameters, the rows
+    # those of run_grid with the same Protocol object, each sample with its condition (degree), resumable
+    from capshift import protocols
+
+    res = tmp_path / "res"
+    cmd = [sys.executable, "-m", "capshift", "run", "--datasets", "marketing", "--methods", "Naive", "ATC",
+           "--results", str(res), "--protocol", "local-covariate", "--protocol-param", "repeats", "1",
+           "--protocol-param", "train_size", "400", "--n-samples", "2", "--sample-size", "40", "--n-jobs", "1",
+           "--no-progress"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "0 cells reused, 2 computed" in out.stdout, out.stderr
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert "2 cells reused, 0 computed" in again.stdout
+    proto = protocols.make_protocol("local-covariate", repeats=1, train_size=400)
+    df = grid.load_results(res, protocol=proto.key())
+    ref = grid.run_grid(["marketing"], ["lr"], ["Naive", "ATC"], None, protocol=proto, n_samples=2, sample_size=40,
+                        progress=False)
+    key = ["method", "sample"]
+    assert len(df) == len(ref) == 2 * 11 * 2  # 11 test prevalences x 2 samples, per method
+    pd.testing.assert_frame_equal(df[ref.columns].sort_values(key, ignore_index=True)[["true", "predicted", "degree"]],
+                                  ref.sort_values(key, ignore_index=True)[["true", "predicted", "degree"]])
+    assert sorted(df["degree"].unique()) == sorted(np.round(np.arange(0.25, 0.751, 0.05) - 0.5, 2))
+    # a shift family refuses the LEAP datasets, naming the ones it runs on
+    bad = subprocess.run(cmd[:5] + ["haberman"] + cmd[6:], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "marketing" in bad.stderr

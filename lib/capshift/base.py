@@ -21,9 +21,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .validation import (ATOL, DegenerateClassifierWarning, check_class_evidence, check_classifier, check_distribution,
-                          check_every_class, check_fitted, check_fraction, check_labels, check_samples, check_seed, check_X,
-                          predict_codes)
+from .validation import (DegenerateClassifierWarning, check_class_evidence, check_classifier, check_distribution,
+                          check_every_class, check_fitted, check_fraction, check_labels, check_posteriors, check_samples,
+                          check_seed, check_X, predict_codes)
 from .conformal import ConformalInterval
 from .tables import contingency_table, get_measure
 
@@ -33,21 +33,6 @@ __all__ = ["CAPEstimator", "check_classifier", "check_sample", "check_posteriors
 def check_sample(X, name: str = "X", n_features: int | None = None):
     """A sample of items (m, d), m >= 1, finite (:func:`capshift.validation.check_X`); DataFrames by position."""
     return check_X(X, name, n_features=n_features)
-
-
-def check_posteriors(P, n_classes: int | None = None, name: str = "posteriors", atol: float = ATOL) -> np.ndarray:
-    """Validate a posterior matrix: float (m, n), m >= 1, finite, in [0, 1], rows summing to 1 (within ``atol``).
-
-    ``n_classes``: required number of columns (None: any). Returns a float ndarray (m, n) with round-off
-    below 0 clipped. Raises TypeError for non-numeric input and ValueError naming ``name`` (wrong shape,
-    NaN, negative entries, rows not summing to 1: pass ``classifier.predict_proba(X)``, not scores or logits).
-    """
-    P = check_distribution(P, name, n_classes=n_classes, atol=atol)
-    if P.ndim != 2 or P.shape[0] < 1:
-        want = "(m, n)" if n_classes is None else f"(m, {n_classes})"
-        raise ValueError(f"{name} must be a non-empty 2-d array of shape {want} (pass classifier.predict_proba(X)), "
-                         f"got shape {P.shape}")
-    return np.clip(P, 0.0, 1.0)
 
 
 class CAPEstimator(BaseEstimator):

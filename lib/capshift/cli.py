@@ -20,6 +20,8 @@ import time
 import warnings
 from pathlib import Path
 
+import yaml
+
 from . import book
 from . import datasets as _datasets
 from . import protocols as _protocols
@@ -52,7 +54,12 @@ def add_grid_commands(sub) -> argparse.ArgumentParser:
     r.add_argument("--protocol", default="upp", choices=_protocols.names(), metavar="NAME",
                    help="sampling protocol of the test samples: "
                         + "; ".join(f"{n}, {c.description}" for n, c in _protocols.PROTOCOLS.items())
-                        + " (default: upp)")
+                        + f" (default: upp). The PPS protocols ({', '.join(_protocols.names('pps'))}) run on the "
+                          "datasets above; the dataset-shift families "
+                          f"({', '.join(_protocols.names('shift'))}) on {', '.join(_datasets.SHIFT_DATASETS)}")
+    r.add_argument("--protocol-param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="set a parameter of the protocol (value read as YAML; repeatable), e.g. "
+                        "--protocol-param repeats 1 --protocol-param train_size 2000; it enters the cells' key")
     r.add_argument("--n-samples", type=int, default=1000, help="test samples per dataset (default: 1000)")
     r.add_argument("--sample-size", type=int, default=100, help="items per test sample (default: 100)")
     r.add_argument("--measures", nargs="+", default=["accuracy"], metavar="NAME",
@@ -102,8 +109,9 @@ def run_grid_command(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FailedCellsWarning)  # listed below, in full
+            protocol = _protocols.make_protocol(args.protocol, **{k: yaml.safe_load(v) for k, v in args.protocol_param})
             df = run_grid(_expand_datasets(args.datasets), args.classifiers, args.methods, args.results,
-                          protocol=args.protocol, n_samples=args.n_samples, sample_size=args.sample_size,
+                          protocol=protocol, n_samples=args.n_samples, sample_size=args.sample_size,
                           measures=args.measures, seed=args.seed, solver=args.solver, n_jobs=args.n_jobs,
                           backend=args.backend, scheduler=args.scheduler, progress=not args.no_progress,
                           cell_timeout=args.cell_timeout)

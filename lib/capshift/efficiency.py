@@ -32,10 +32,8 @@ import cvxpy as cp
 import numpy as np
 import pandas as pd
 
-from . import datasets, registry
-from .classifiers import make_classifier
+from . import evaluation, registry
 from .leap import CvxpyReference, TableSolver
-from .protocols import upp_indices
 from .quantifiers import Quantifier
 
 __all__ = ["random_table", "inconsistent_prevalences", "CvxpyReference", "objective", "run", "inference_times",
@@ -172,13 +170,11 @@ def inference_times(names, n_samples=10, sample_size=100, seed=0, dense_max_n=15
     variants = FIGURE5_VARIANTS if variants is None else variants
     rows = []
     for name in names:
-        split = datasets.load(name, seed=seed)
+        ctx = evaluation.prepare(name, "lr", [], "upp", n_samples, sample_size, seed)
+        split, h, n, samples = ctx.split, ctx.h, ctx.split.n_classes, ctx.samples()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            h = make_classifier("lr", seed).fit(split.X_L, split.y_L)
-            quant = Quantifier("kdey", random_state=seed).fit(split.X_V, split.y_V, split.n_classes)
-        n = split.n_classes
-        samples = [split.X_U[i] for i in upp_indices(split.y_U, sample_size, n_samples, seed, n_classes=n)]
+            quant = Quantifier("kdey", random_state=seed).fit(split.X_V, split.y_V, n)
         estimates = {}
         for label, method, backend, solver in variants:
             if solver == "slsqp" and n > dense_max_n:

@@ -3,10 +3,8 @@
 Protocol (LEAP 2025, Sect. 5.2): split the dataset into L / V / U (:func:`capshift.datasets.load`),
 train the classifier h on L, fit every CAP method on V, draw test samples from U with the UPP
 (or APP) protocol, and compare each method's predicted measure with the true one (absolute error,
-AE). The classifier's predictions on U and each quantifier's per-item predictions on U are computed
-once; every sample then only aggregates its slice, and every method that uses the same quantifier
-shares its estimate (LEAP-family methods get ``(gamma, q-hat)`` through
-``tables_from_prevalences``).
+AE). The evaluation itself (h trained once, applied to U once, each shared quantifier fitted once, one tidy
+frame per method) is :mod:`capshift.evaluation`, the one path every study takes.
 
 Methods are named as in the paper's tables, by the names of :data:`capshift.registry.METHODS`:
 ``Naive`` and ``<variant>_<quantifier>`` with variant ``S-LEAP``, ``LEAP`` or ``O-LEAP`` and quantifier
@@ -18,29 +16,28 @@ a method asked for a measure it does not support (``supports``) gets no rows for
 
 This module is the layer of *one run* (:mod:`capshift.grid` runs many, on disk): :func:`run_experiment`,
 :func:`run_tables`, :func:`run_many`, :func:`summarise`; the QuAcc paper's protocol (:func:`run_quacc_protocol`)
-and the QuAcc chapter's one-factor study (:func:`configuration_study`); and the public steps that the grid reuses
-(:func:`check_run_args`, :func:`prepare` -> :class:`RunContext`, :func:`method_frame`). The classifiers h are
+and the QuAcc chapter's one-factor study (:func:`configuration_study`); and :func:`check_run_args`, which the grid reuses
+(:func:`prepare` -> :class:`RunContext` and :func:`method_frame` are :mod:`capshift.evaluation`'s, importable here). The classifiers h are
 :mod:`capshift.classifiers`, the dataset-shift experiments :mod:`capshift.shift_experiments`, the Wilcoxon marks
 :mod:`capshift.significance`; their names stay importable from here.
 """
 from __future__ import annotations
 
-import time
 import warnings
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from scipy.stats import wilcoxon
-from sklearn.exceptions import ConvergenceWarning
 from tqdm import tqdm
 
 from . import datasets, protocols, registry
 from .validation import check_fraction, check_int, check_seed
 from .classifiers import CLASSIFIERS, make_classifier
+from .evaluation import RESULT_COLUMNS, RunContext, estimated_tables, method_frame, prepare, require_tables
 from .leap import DEFAULT_SOLVER, SOLVERS
-from .quantifiers import QUANTIFIERS, Quantifier
-from .tables import contingency_table, get_measure
+from .registry import make_method
+from .tables import get_measure
 # Kept importable from here (their homes are the modules named): the chapters and users' scripts of earlier
 # versions import them as capshift.experiment.<name>.
 from .shift_experiments import (SHIFT_CAP_METHODS, SHIFT_GRID, SHIFT_QUANTIFIERS, make_shift_quantifier,
@@ -57,22 +54,6 @@ __all__ = ["DEFAULT_METHODS", "RESULT_COLUMNS", "STUDY_METHODS", "RECORD_COLUMNS
 
 #: The LEAP-family columns of the paper's Tables 1-2 (plus the Naive baseline).
 DEFAULT_METHODS = ("Naive", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy", "O-LEAP_KDEy")
-
-def make_method(name: str, classifier, quantifier=None, solver=DEFAULT_SOLVER, random_state=0, **params):
-    """An unfitted CAP estimator for a registered method name (:func:`capshift.registry.make_method`).
-
-    ``quantifier`` (e.g. a fitted, shared :class:`capshift.quantifiers.Quantifier`) overrides the one in the
-    name; ``solver`` is passed to the methods that have one (the LEAP family); ``params`` override other
-    constructor parameters. Raises ValueError for an unknown name or parameter.
-    """
-    spec = registry.get(name)
-    accepted = spec.cls._get_param_names()
-    if quantifier is not None:
-        params["quantifier"] = quantifier
-    if "solver" in accepted:
-        params.setdefault("solver", solver)
-    return spec.make(classifier, random_state=random_state, **params)
-
 
 def check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver):
     """Validate :func:`run_experiment`'s arguments up front (also used by :func:`capshift.grid.run_grid`).
@@ -144,116 +125,6 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
 
 
-#: Columns of :func:`run_experiment`'s tidy frame, in order.
-RESULT_COLUMNS = ["dataset", "classifier", "method", "sample", "true_prev", "shift", "measure", "true",
-                  "predicted", "ae", "path", "seconds", "q_ae"]
-
-
-def _shared_quantifier(spec):
-    """The quantifier name of a method on the shared (gamma, q-hat) path, or None."""
-    q = spec.params.get("quantifier")
-    return q if spec.cls.shared_prevalence_path and isinstance(q, str) and q in QUANTIFIERS else None
-
-
-class RunContext:
-    """What every method of one (dataset, classifier, seed) shares (made by :func:`prepare`).
-
-    Attributes: ``split`` (:class:`capshift.datasets.Split`), ``classifier`` (name), ``seed``, ``h`` (fitted on
-    L), ``idx`` (k index arrays into U), ``k``, ``true_tables`` (float (k, n, n), rows true class, each sums to
-    1), ``true_prev`` and ``gamma`` (float (k, n): true and predicted class fractions), ``shift`` (float (k,),
-    L1 distance to V's prevalence), ``quantifiers`` / ``q_hat`` / ``q_secs`` (per shared quantifier name: the
-    fitted quantifier, its (k, n) estimates and per-sample seconds), ``post_U`` (h's posteriors on U or None)."""
-
-
-def prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed, progress=False) -> RunContext:
-    """Everything :func:`method_frame` needs that does not depend on the method (computed once per
-    (dataset, classifier, seed); :func:`capshift.grid.run_grid` calls it once per pair).
-
-    Arguments as :func:`run_experiment` (validate them with :func:`check_run_args` first); ``specs``: the
-    :class:`capshift.registry.MethodSpec` of the methods to run, whose shared quantifiers are fitted here.
-    Returns a :class:`RunContext`. Raises ValueError if ``sample_size`` is smaller than the number of classes."""
-    split = datasets.load(dataset, seed=seed) if isinstance(dataset, str) else dataset
-    n = split.n_classes
-    if sample_size < n:
-        raise ValueError(f"sample_size={sample_size} is smaller than the {n} classes of {split.name!r}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        h = make_classifier(classifier, seed).fit(split.X_L, split.y_L)
-
-    idx = protocols.make_protocol(protocol).indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
-    k = len(idx)
-
-    pred_U = np.asarray(h.predict(split.X_U))
-    y_true = [split.y_U[i] for i in idx]
-    true_tables = np.stack([contingency_table(y, pred_U[i], n) for y, i in zip(y_true, idx)])
-    true_prev = true_tables.sum(axis=2)
-    gamma = true_tables.sum(axis=1)
-    val_prev = np.bincount(split.y_V, minlength=n) / len(split.y_V)
-    shift = np.abs(true_prev - val_prev).sum(axis=1)
-
-    quantifiers, q_hat, q_secs = {}, {}, {}
-    for qname in sorted({q for q in map(_shared_quantifier, specs) if q is not None}):
-        quant = Quantifier(qname, classifier=h, random_state=seed).fit(split.X_V, split.y_V, n)
-        P_U = quant.classify(split.X_U)
-        est, secs = np.empty((k, n)), np.empty(k)
-        for s in tqdm(range(k), desc=f"{split.name}: quantify ({qname})", disable=not progress, leave=False):
-            t0 = time.perf_counter()
-            est[s] = quant.aggregate(None if P_U is None else P_U[idx[s]], prevalence=true_prev[s])
-            secs[s] = time.perf_counter() - t0
-        quantifiers[qname], q_hat[qname], q_secs[qname] = quant, est, secs
-
-    ctx = RunContext()
-    ctx.__dict__.update(split=split, classifier=classifier, seed=seed, h=h, idx=idx, k=k, true_tables=true_tables,
-                        true_prev=true_prev, gamma=gamma, shift=shift, quantifiers=quantifiers, q_hat=q_hat,
-                        q_secs=q_secs,
-                        post_U=h.predict_proba(split.X_U) if hasattr(h, "predict_proba") else None)
-    return ctx
-
-
-def _fit_method(ctx: RunContext, name, spec, solver):
-    """One method on a prepared (dataset, classifier, seed), fitted on V (sharing the prepared quantifier)."""
-    qname = _shared_quantifier(spec)
-    est = make_method(name, ctx.h, quantifier=ctx.quantifiers.get(qname), solver=solver, random_state=ctx.seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        est.fit(ctx.split.X_V, ctx.split.y_V)
-    return est, qname
-
-
-def method_frame(ctx: RunContext, name, spec, measures, solver) -> pd.DataFrame:
-    """The tidy rows of one method on a prepared (dataset, classifier, seed): fit on V, predict every sample.
-
-    ``ctx`` from :func:`prepare`; ``name`` and ``spec`` a registered method; ``measures`` a list of measure names;
-    ``solver`` the LEAP solver. Returns a DataFrame with :data:`RESULT_COLUMNS` (one row per sample and supported
-    measure), as :func:`run_experiment` does for every method; the estimator's own errors propagate."""
-    split, idx, k = ctx.split, ctx.idx, ctx.k
-    est, qname = _fit_method(ctx, name, spec, solver)
-    if spec.cls.shared_prevalence_path:  # the shared (gamma, q-hat) path
-        t0 = time.perf_counter()
-        q_hat = ctx.q_hat.get(qname, ctx.true_prev)
-        tables = est.tables_from_prevalences(ctx.gamma, q_hat)
-        secs = (time.perf_counter() - t0) / k + ctx.q_secs.get(qname, 0.0)
-        q_ae = np.abs(q_hat - ctx.true_prev).mean(axis=1) if qname is not None else np.full(k, np.nan)
-        predictions = {m: get_measure(m)(tables) for m in measures}
-    else:
-        samples = [split.X_U[i] for i in idx]
-        post = None if ctx.post_U is None else [ctx.post_U[i] for i in idx]
-        t0 = time.perf_counter()
-        predictions = est.predict_measures(samples, measures, prevalences=ctx.true_prev, posteriors=post)
-        secs = (time.perf_counter() - t0) / k
-        q_ae = np.full(k, np.nan)
-    secs = np.broadcast_to(secs, (k,))
-    paths = getattr(est, "paths_", np.full(k, "", dtype=object))
-    rows = []
-    for m, pred_v in predictions.items():
-        true_v = get_measure(m)(ctx.true_tables)
-        for s in range(k):
-            rows.append((split.name, ctx.classifier, name, s, tuple(np.round(ctx.true_prev[s], 6)),
-                         float(ctx.shift[s]), m, float(true_v[s]), float(pred_v[s]),
-                         float(abs(true_v[s] - pred_v[s])), str(paths[s]), float(secs[s]), float(q_ae[s])))
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
-
-
 def run_tables(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, protocol: str = "upp",
                n_samples: int = 1000, sample_size: int = 100, seed: int = 0, solver: str = "osqp",
                progress: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -280,20 +151,9 @@ def run_tables(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, protoco
     """
     specs, _ = check_run_args(classifier, methods, protocol, n_samples, sample_size, ("accuracy",), seed, solver)
     for name, spec in specs:
-        if not spec.cls.estimates_tables:
-            raise TypeError(f"methods: {name!r} estimates measures directly, not contingency tables; run_tables "
-                            "needs table methods (e.g. Naive, the LEAP family, CBPE, QuAcc); use run_experiment "
-                            f"for {name!r}")
+        require_tables(name, spec)  # before any work
     ctx = prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
-    estimated = {}
-    for name, spec in specs:
-        est, qname = _fit_method(ctx, name, spec, solver)
-        if spec.cls.shared_prevalence_path:
-            estimated[name] = est.tables_from_prevalences(ctx.gamma, ctx.q_hat.get(qname, ctx.true_prev))
-        else:
-            samples = [ctx.split.X_U[i] for i in ctx.idx]
-            estimated[name] = est.predict_table_batch(samples, prevalences=ctx.true_prev)
-    return ctx.true_tables, estimated
+    return ctx.true_tables, {name: estimated_tables(ctx, name, spec, solver) for name, spec in specs}
 
 
 def run_many(names, n_jobs: int = 1, progress: bool = True, **kwargs) -> pd.DataFrame:
@@ -563,27 +423,21 @@ def configuration_study(split, configurations: dict, n_samples: int = 12, sample
     n_samples, sample_size = check_int(n_samples, "n_samples"), check_int(sample_size, "sample_size")
     seed = check_seed(seed, "seed")
     get_measure(measure)
-    n = split.n_classes
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        h = make_classifier(classifier, seed).fit(split.X_L, split.y_L)
-    idx = protocols.upp_indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
-    pred_U, post_U = h.predict(split.X_U), h.predict_proba(split.X_U)
-    true = get_measure(measure)(np.stack([contingency_table(split.y_U[i], pred_U[i], n) for i in idx]))
-    samples, posts = [split.X_U[i] for i in idx], [post_U[i] for i in idx]
+    ctx = prepare(split, classifier, [], "upp", n_samples, sample_size, seed)
+    h, true = ctx.h, get_measure(measure)(ctx.true_tables)
+    samples, posts = ctx.samples(), ctx.posteriors()
     frames = []
     for name, conf in configurations.items():
         est = make_method(conf, h, random_state=seed) if isinstance(conf, str) else conf(h)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.fit(split.X_V, split.y_V)
-            pred = est.predict_measures(samples, [measure], posteriors=posts).get(measure, np.full(len(idx), np.nan))
+            pred = est.predict_measures(samples, [measure], posteriors=posts).get(measure, np.full(ctx.k, np.nan))
         pred = np.asarray(pred, dtype=float)
         frames.append(pd.DataFrame({"dataset": split.name, "n_val": len(split.y_V), "seed": seed,
-                                    "configuration": name, "sample": np.arange(len(idx)), "true": true,
+                                    "configuration": name, "sample": np.arange(ctx.k), "true": true,
                                     "predicted": pred, "ae": np.abs(pred - true), "error": pred - true}))
     return pd.concat(frames, ignore_index=True)
-
 
 
 if __name__ == "__main__":  # the command line's earlier name: say where it went instead of doing nothing

@@ -54,7 +54,8 @@ from .validation import CAPWarning, check_fraction, check_int
 from .leap import DEFAULT_SOLVER
 from .classifiers import CLASSIFIERS
 from .tables import get_measure
-from .experiment import DEFAULT_METHODS, RESULT_COLUMNS, check_run_args, method_frame, prepare
+from .evaluation import RESULT_COLUMNS, contexts, evaluate
+from .experiment import DEFAULT_METHODS, check_run_args
 
 __all__ = ["BACKENDS", "KEY_FIELDS", "DEFAULT_CELL_TIMEOUT", "CellTimeout", "FailedCellsWarning", "cell_key",
            "code_fingerprint", "run_grid", "load_results", "run_cells", "run_selection_study"]
@@ -147,7 +148,7 @@ def _to_frame(table) -> pd.DataFrame:
     if "true_prev" not in frame.columns:  # a study's cell (run_cells): its own columns, as written
         return frame
     frame["true_prev"] = [tuple(float(v) for v in p) for p in frame["true_prev"]]
-    return frame[RESULT_COLUMNS]
+    return frame[RESULT_COLUMNS + [c for c in frame.columns if c not in RESULT_COLUMNS]]  # a shift family's after
 
 
 def _umask() -> int:
@@ -296,8 +297,8 @@ def _run_pair_body(dataset, classifier, cells, params, results_dir):
     t0 = time.perf_counter()
     try:
         with _guarded(budget):  # the shared work (h, samples, quantifiers) has the budget of one cell
-            ctx = prepare(dataset, classifier, specs, params["protocol"], params["n_samples"], params["sample_size"],
-                          params["seed"])
+            ctxs = contexts(dataset, classifier, specs, params["protocol"], params["n_samples"], params["sample_size"],
+                            params["seed"])
     except (Exception, CellTimeout) as exc:  # KeyboardInterrupt is neither: it ends the run
         for method, key, fname in cells:
             failure = _failure(key, exc, time.perf_counter() - t0, budget)
@@ -311,7 +312,7 @@ def _run_pair_body(dataset, classifier, cells, params, results_dir):
         t0 = time.perf_counter()
         try:
             with _guarded(budget):
-                frame = method_frame(ctx, method, spec, params["measures"], params["solver"])
+                frame = evaluate(ctxs, method, spec, params["measures"], params["solver"])
                 frame = _to_frame(_to_table(frame, key))  # the dtypes a cell has when read back
         except (Exception, CellTimeout) as exc:
             failure = _failure(key, exc, time.perf_counter() - t0, budget)
@@ -393,6 +394,21 @@ def _check_grid_args(names, kind):
     return names
 
 
+def _check_datasets_for(datasets, protocol) -> None:
+    """ValueError naming the datasets that ``protocol`` cannot run on: the PPS protocols run on the datasets of
+    :func:`capshift.datasets.names`, the dataset-shift families on :data:`capshift.datasets.SHIFT_DATASETS`."""
+    shift_family = protocols.make_protocol(protocol).kind == "shift"
+    known = set(_datasets.SHIFT_DATASETS) if shift_family else set(_datasets.names(paper=None))
+    bad = [d for d in datasets if d not in known]
+    if bad and shift_family:
+        raise ValueError(f"unknown dataset(s) {bad} in datasets for the dataset-shift protocol {protocol!r}: it runs "
+                         f"on {', '.join(_datasets.SHIFT_DATASETS)} (capshift.datasets.SHIFT_DATASETS)")
+    if bad:
+        offline = _datasets.names(offline=True)
+        raise ValueError(f"unknown dataset(s) {bad} in datasets; the offline ones are {', '.join(offline)} "
+                         "(all: capshift.datasets.names(paper=None))")
+
+
 def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=None, *, protocol="upp",
              n_samples: int = 1000, sample_size: int = 100, measures=("accuracy",), seed: int = 0,
              solver: str = DEFAULT_SOLVER, n_jobs: int = 1, backend: str = "loky", scheduler=None,
@@ -452,12 +468,7 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
     datasets = _check_grid_args(datasets, "datasets")
     classifiers = _check_grid_args(classifiers, "classifiers")
     methods = _check_grid_args(methods, "methods")
-    known = set(_datasets.names(paper=None))
-    bad = [d for d in datasets if d not in known]
-    if bad:
-        offline = _datasets.names(offline=True)
-        raise ValueError(f"unknown dataset(s) {bad} in datasets; the offline ones are {', '.join(offline)} "
-                         "(all: capshift.datasets.names(paper=None))")
+    _check_datasets_for(datasets, protocol)
     for c in classifiers:
         if c not in CLASSIFIERS:
             raise ValueError(f"unknown classifier {c!r} in classifiers; choose from {sorted(CLASSIFIERS)}")

@@ -9,7 +9,10 @@ prevalence protocol, the grid of ``quapy.protocol.APP``), :func:`npp_indices` (n
 The protocols as objects: :class:`Protocol` (one interface: ``indices(y, sample_size, n_samples, seed)``, a
 ``name``, the parameters that enter a grid cell's key) and its registry, :func:`names` / :func:`make_protocol` /
 :func:`register`, which the experiment runner, the grid's cell key and the CLI read. Adding a protocol is one
-subclass and one ``@register``.
+subclass and one ``@register``. Two kinds: the PPS protocols (``kind = "pps"``: UPP, APP, NPP) draw test samples
+from the U of a split; the dataset-shift families (``kind = "shift"``, :class:`ShiftFamily`: prior, global pure and
+mixed covariate, local covariate and concept shift, the algorithms of :mod:`capshift.shift`) draw the training
+samples too, from a dataset of :data:`capshift.datasets.SHIFT_DATASETS`.
 
 Sampling is QuaPy's ``LabelledCollection.sampling_index``: for a requested prevalence p it takes
 ``round(size * p_i)`` items of class i (the rounding remainder is assigned to random classes with
@@ -27,10 +30,13 @@ from quapy.protocol import APP as _QuaPyAPP
 from quapy.protocol import NPP as _QuaPyNPP
 from quapy.util import temp_seed
 
+from . import datasets, shift
 from .validation import check_distribution, check_int, check_seed
 
 __all__ = ["upp_indices", "upp_prevalences", "app_indices", "app_prevalences", "npp_indices", "sample_at",
-           "sample_prevalence", "Protocol", "UPP", "APP", "NPP", "PROTOCOLS", "register", "names", "make_protocol"]
+           "sample_prevalence", "Protocol", "UPP", "APP", "NPP", "ShiftFamily", "PriorShiftFamily",
+           "GlobalPureCovariateShift", "GlobalMixedCovariateShift", "LocalCovariateShiftFamily", "ConceptShiftFamily",
+           "PROTOCOLS", "register", "names", "make_protocol"]
 
 
 def _pos_int(value, arg: str) -> int:
@@ -191,6 +197,9 @@ class Protocol:
     name: str = ""
     description: str = ""
     defaults: dict = {}
+    #: "pps": test samples drawn from the U of a split (:meth:`indices`); "shift": a dataset-shift family that
+    #: draws training samples too (:class:`ShiftFamily`)
+    kind: str = "pps"
 
     def __init__(self, **params):
         unknown = sorted(set(params) - set(self.defaults))
@@ -198,7 +207,7 @@ class Protocol:
             raise ValueError(f"protocol {self.name!r} has no parameter(s) {unknown}; its parameters are "
                              f"{sorted(self.defaults) or 'none'}")
         for k, v in {**self.defaults, **params}.items():
-            setattr(self, k, v)
+            setattr(self, k, tuple(v) if isinstance(v, list) else v)  # a grid as a tuple: one key for one grid
 
     def get_params(self) -> dict:
         """The protocol's parameters (name -> value), defaults included."""
@@ -234,9 +243,9 @@ def register(cls: type[Protocol]) -> type[Protocol]:
     return cls
 
 
-def names() -> list[str]:
-    """The registered protocols' names, in registration order."""
-    return list(PROTOCOLS)
+def names(kind: str | None = None) -> list[str]:
+    """The registered protocols' names, in registration order; ``kind``: only the "pps" or the "shift" ones."""
+    return [n for n, c in PROTOCOLS.items() if kind is None or c.kind == kind]
 
 
 def make_protocol(protocol, **params) -> Protocol:
@@ -294,3 +303,130 @@ class NPP(Protocol):
 
     def indices(self, y, sample_size, n_samples, seed, n_classes=None):
         return npp_indices(y, sample_size, n_samples, seed, n_classes=n_classes)
+
+
+# ------------------------------------------------------------------------------------------- dataset-shift families
+class ShiftFamily(Protocol):
+    """A dataset-shift family of :mod:`capshift.shift` as a protocol (``kind = "shift"``): where a PPS protocol
+    draws test samples from the U of a fixed L / V / U split, a shift family draws the *training* samples too, one
+    per training condition and repetition (a trial), and the test samples of each trial at every test condition
+    (González, Moreo & Sebastiani, DMKD 2024, Algorithms 1-4). The data are a dataset of
+    :data:`capshift.datasets.SHIFT_DATASETS` (an ordinal label, binarised at ``cut_point``, and a group attribute
+    ``group``; None: the dataset's own).
+
+    A CAP evaluation (:func:`capshift.evaluation.contexts`) divides each trial's training sample, stratified, into
+    L (trains h) and V (``val_prop`` of it; fits the CAP methods). ``n_samples`` is the number of test samples per
+    test condition and training condition, ``sample_size`` the test samples' size. Parameters common to every
+    family: ``train_size`` (items per training sample; the paper's 5,000), ``repeats`` (the paper's 10),
+    ``train_prop`` (the training pool's share, 0.6 as the authors'), ``val_prop``, ``group``, ``cut_point``; each
+    family adds its grids of conditions (defaults: the paper's)."""
+
+    kind = "shift"
+    #: the parameters every family has (a subclass's ``defaults`` adds its own grids)
+    common = {"train_size": 5000, "repeats": 10, "train_prop": 0.6, "val_prop": 0.5, "group": None,
+              "cut_point": None}
+
+    def indices(self, y, sample_size, n_samples, seed, n_classes=None):
+        raise TypeError(f"protocol {self.name!r} is a dataset-shift family: it draws training samples as well as "
+                        "test samples, from a dataset of capshift.datasets.SHIFT_DATASETS; use "
+                        "capshift.evaluation.contexts (or capshift run --protocol) rather than indices()")
+
+    def data(self, dataset: str):
+        """The family's data: ``(shift_data, X, y, groups)``, the :class:`capshift.datasets.ShiftData` of
+        ``dataset`` with ``group`` and its binarisation at ``cut_point``. Raises ValueError for a name that is
+        not a shift dataset (naming them)."""
+        if dataset not in datasets.SHIFT_DATASETS:
+            raise ValueError(f"protocol {self.name!r} runs on a dataset of capshift.datasets.SHIFT_DATASETS "
+                             f"({list(datasets.SHIFT_DATASETS)}), got {dataset!r}; the PPS protocols "
+                             f"({[n for n, c in PROTOCOLS.items() if c.kind == 'pps']}) run on the others")
+        data = datasets.load_shift(dataset, group=self.group)
+        return (data, *data.binary(self.cut_point))
+
+    def family(self, dataset: str, sample_size: int, n_samples: int, seed: int):
+        """The :mod:`capshift.shift` family (its trials) on ``dataset``, with ``sample_size`` items per test sample,
+        ``n_samples`` per condition and ``seed``."""
+        data, X, y, g = self.data(dataset)
+        common = dict(train_size=self.train_size, test_size=sample_size, n_samples=n_samples, repeats=self.repeats,
+                      train_prop=self.train_prop, random_state=seed)
+        return self._make(data, X, y, g, common)
+
+    def _make(self, data, X, y, g, common):
+        raise NotImplementedError
+
+
+def _grid_param(value):
+    return None if value is None else list(value)
+
+
+@register
+class PriorShiftFamily(ShiftFamily):
+    """Prior probability shift, Algorithm 1 (:class:`capshift.shift.PriorShift`): training and test prevalences on
+    grids (``train_prevalences``, ``test_prevalences``; None: the paper's)."""
+
+    name = "prior"
+    description = "prior probability shift family (dataset-shift paper, Alg. 1): training and test prevalence grids"
+    defaults = {**ShiftFamily.common, "train_prevalences": None, "test_prevalences": None}
+
+    def _make(self, data, X, y, g, common):
+        return shift.PriorShift(X, y, train_prevalences=_grid_param(self.train_prevalences),
+                                test_prevalences=_grid_param(self.test_prevalences), **common)
+
+
+class _GlobalCovariate(ShiftFamily):
+    kind_of_shift = ""
+    defaults = {**ShiftFamily.common, "train_prevalences": (0.25, 0.5, 0.75), "test_prevalences": (0.25, 0.5, 0.75),
+                "train_alphas": None, "test_alphas": None}
+
+    def _make(self, data, X, y, g, common):
+        alphas = {k: list(getattr(self, k)) for k in ("train_alphas", "test_alphas") if getattr(self, k) is not None}
+        return shift.GlobalCovariateShift(X, y, g, train_prevalences=list(self.train_prevalences),
+                                          test_prevalences=list(self.test_prevalences), kind=self.kind_of_shift,
+                                          **alphas, **common)
+
+
+@register
+class GlobalPureCovariateShift(_GlobalCovariate):
+    """Global pure covariate shift, Algorithm 2 with ``kind="pure"`` (:class:`capshift.shift.GlobalCovariateShift`):
+    the share of group A changes, P(Y) does not."""
+
+    name = "global-pure-covariate"
+    description = "global pure covariate shift (Alg. 2): the groups' shares change, P(Y) does not"
+    kind_of_shift = "pure"
+
+
+@register
+class GlobalMixedCovariateShift(_GlobalCovariate):
+    """Global mixed covariate shift, Algorithm 2 with ``kind="mixed"``: the share of group A and P(Y) change."""
+
+    name = "global-mixed-covariate"
+    description = "global mixed covariate shift (Alg. 2): the groups' shares and P(Y) change"
+    kind_of_shift = "mixed"
+
+
+@register
+class LocalCovariateShiftFamily(ShiftFamily):
+    """Local covariate shift, Algorithm 3 (:class:`capshift.shift.LocalCovariateShift`): only the positives of
+    group A change in number (``test_prevalences``: the p_U grid; None: the paper's .25, .30, ..., .75)."""
+
+    name = "local-covariate"
+    description = "local covariate shift (Alg. 3): only the positives of one group change in number"
+    defaults = {**ShiftFamily.common, "test_prevalences": None}
+
+    def _make(self, data, X, y, g, common):
+        grid = {} if self.test_prevalences is None else {"test_prevalences": list(self.test_prevalences)}
+        return shift.LocalCovariateShift(X, y, g, **grid, **common)
+
+
+@register
+class ConceptShiftFamily(ShiftFamily):
+    """Concept shift, Algorithm 4 (:class:`capshift.shift.ConceptShift`): the ordinal label's cut point moves
+    between training (``train_cuts``) and test (``test_cuts``; None: every half-integer cut), on levels balanced
+    first (``balance``)."""
+
+    name = "concept"
+    description = "concept shift (Alg. 4): the cut point of the ordinal label moves between training and test"
+    defaults = {**ShiftFamily.common, "train_cuts": None, "test_cuts": None, "balance": True}
+
+    def _make(self, data, X, y, g, common):
+        return shift.ConceptShift(data.X, data.levels, train_cuts=_grid_param(self.train_cuts),
+                                  test_cuts=_grid_param(self.test_cuts), balance=self.balance, **common)

@@ -16,6 +16,7 @@ Families (:func:`names`):
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
 from .baselines import ATC, CBPE, COT, DS, NN, RCA, DoC, Naive, RCAStar
@@ -83,14 +84,20 @@ def get(name: str) -> MethodSpec:
     raise ValueError(f"unknown method {name!r}; registered methods: {', '.join(METHODS)}")
 
 
-def make_method(name: str, classifier, random_state=0, **params) -> CAPEstimator:
-    """An unfitted CAP estimator for a registered name, built around ``classifier``.
+def make_method(name: str, classifier, random_state=0, quantifier=None, solver=None, **params) -> CAPEstimator:
+    """An unfitted CAP estimator for a registered name, built around ``classifier``: the one factory of methods.
 
-    ``params`` override constructor parameters (e.g. ``quantifier=`` a fitted shared
-    :class:`capshift.quantifiers.Quantifier`, ``n_val_samples=20``). Raises ValueError for an unknown
-    name or parameter.
+    ``quantifier`` (e.g. a fitted, shared :class:`capshift.quantifiers.Quantifier`) overrides the one in the name;
+    ``solver`` (one of :data:`capshift.leap.SOLVERS`) is passed to the methods that have one (the LEAP family) and
+    ignored by the others, so that one solver can be given to a run of many methods; ``params`` override other
+    constructor parameters (e.g. ``n_val_samples=20``). Raises ValueError for an unknown name or parameter.
     """
-    return get(name).make(classifier, random_state=random_state, **params)
+    spec = get(name)
+    if quantifier is not None:
+        params["quantifier"] = quantifier
+    if solver is not None and "solver" in inspect.signature(spec.cls).parameters:
+        params.setdefault("solver", solver)
+    return spec.make(classifier, random_state=random_state, **params)
 
 
 # ------------------------------------------------------------------------------------------- the methods

@@ -41,12 +41,11 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.svm import SVC
 
-from . import datasets, protocols, registry
+from . import datasets, evaluation, protocols, registry
 from .validation import (check_classifier, check_fitted, check_fraction, check_int, check_labels, check_seed,
                           check_samples, check_X, predict_codes)
 from .quantifiers import Quantifier
@@ -580,7 +579,7 @@ def study_cell(dataset: str, families=FAMILIES, n_samples: int = 1000, sample_si
     cell: one dataset with every family, so that the KDEy quantifier (the costliest fit) is fitted once."""
     split = datasets.load(dataset, seed=seed)
     n = split.n_classes
-    idx = protocols.upp_indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
+    idx = protocols.make_protocol("upp").indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
     cands = candidate_grid(n, families, seed, mlp_hidden, mlp_max_iter, grid)
     labels = [split.y_U[i] for i in idx]
     frame = candidate_table(split.X_L, split.y_L, split.X_V, split.y_V, split.X_U, idx, labels, cands, methods,
@@ -748,16 +747,12 @@ def shift_selection(protocol, families=FAMILIES, methods=("O-LEAP_KDEy",), measu
     frames = []
     for t in range(protocol.n_trials):
         trial = protocol.trial(t)
-        X, y = trial.train.Xy
-        tr, va = train_test_split(np.arange(len(y)), test_size=val_prop, stratify=y, random_state=seed)
-        pool = np.asarray(trial.test.data.instances)
-        idx = list(trial.test.indices)
-        labels = [np.asarray(trial.test.labels(s)) for s in range(len(idx))]
+        split, idx, labels = evaluation.trial_split(trial, val_prop, seed, type(protocol).__name__)
         cands = candidate_grid(2, fams, seed, mlp_hidden, mlp_max_iter, grid)
-        frame = candidate_table(X[tr], y[tr], X[va], y[va], pool, idx, labels, cands, methods, None, measure,
-                                seed=seed)
+        frame = candidate_table(split.X_L, split.y_L, split.X_V, split.y_V, split.X_U, idx, labels, cands, methods,
+                                None, measure, seed=seed)
         params = trial.test.parameters
-        p_L = y[tr].mean()
+        p_L = split.y_L.mean()
         frame.insert(0, "trial", t)
         frame.insert(0, "dataset", type(protocol).__name__)
         frame["degree"] = params["degree"].to_numpy()[frame["sample"].to_numpy()]

@@ -21,16 +21,13 @@ from joblib import Parallel, delayed
 from quapy.method.aggregative import ACC, CC, EMQ, PACC, PCC, DyS
 from quapy.protocol import APP
 from sklearn.calibration import CalibratedClassifierCV
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
 from tqdm import tqdm
 
-from . import registry
+from . import datasets, evaluation, registry
 from .validation import check_fraction
 from .classifiers import make_classifier
-from .quantifiers import Quantifier
-from .tables import contingency_table, get_measure
+from .tables import get_measure
 
 __all__ = ["SHIFT_QUANTIFIERS", "SHIFT_CAP_METHODS", "SHIFT_GRID", "make_shift_quantifier", "run_shift_quantifiers",
            "run_shift_cap"]
@@ -128,39 +125,24 @@ def run_shift_quantifiers(protocol, quantifiers=SHIFT_QUANTIFIERS, model_selecti
 
 
 def _cap_trial(protocol, t, methods, classifier, measure, val_prop):
+    """One trial of a shift family as a :class:`capshift.evaluation.RunContext` (h trained on part of the trial's
+    training sample, V the rest, U the test pool, the samples' labels under the test condition), each method
+    evaluated on it by the one evaluation path."""
     seed = protocol.random_state
     trial = protocol.trial(t)
-    X, y = trial.train.Xy
-    tr, va = train_test_split(np.arange(len(y)), test_size=val_prop, stratify=y, random_state=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        h = make_classifier(classifier, seed).fit(X[tr], y[tr])
-    pool = trial.test.data.instances
-    pred, post = h.predict(pool), h.predict_proba(pool)
-    f = get_measure(measure)
-    true = np.array([float(f(contingency_table(trial.test.labels(k), pred[idx], 2)))
-                     for k, idx in enumerate(trial.test.indices)])
-    samples = [pool[idx] for idx in trial.test.indices]
-    posts = [post[idx] for idx in trial.test.indices]
-    shared = None
+    split, idx, labels = evaluation.trial_split(trial, val_prop, seed, type(protocol).__name__)
+    h = evaluation.train_classifier(classifier, seed, split.X_L, split.y_L)
+    ctx = evaluation.context(split, h, idx, classifier, seed, labels=labels)
     blocks = {}
     for name in methods:
+        if not registry.make_method(name, h).supports(measure):  # declared by the class: skip before any fitting
+            continue
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            spec = registry.get(name)
-            if not spec.make(h).supports(measure):  # declared by the class: skip before any fitting
-                continue
-            if spec.family == "leap" and spec.params.get("quantifier") == "kdey":
-                if shared is None:  # one KDEy fit shared by the LEAP family (as the main runner does)
-                    shared = Quantifier("kdey", h, random_state=seed).fit(X[va], y[va], 2)
-                est = registry.make_method(name, h, random_state=seed, quantifier=shared)
-            else:
-                est = registry.make_method(name, h, random_state=seed)
-            est.fit(X[va], y[va])
-            predicted = np.asarray(est.predict_batch(samples, measure, posteriors=posts), dtype=float)
-        blocks[name] = {"true": true, "predicted": predicted, "ae": np.abs(predicted - true),
-                        "seconds": (time.perf_counter() - t0) / len(samples)}
+            frame = evaluation.method_frame(ctx, name, registry.get(name), [measure])
+        blocks[name] = {"true": frame["true"].to_numpy(), "predicted": frame["predicted"].to_numpy(),
+                        "ae": frame["ae"].to_numpy(), "seconds": (time.perf_counter() - t0) / ctx.k}
     return _shift_rows(trial, blocks)
 
 

@@ -32,14 +32,12 @@ import pandas as pd
 from joblib import parallel_config
 from quapy.method.confidence import AggregativeBootstrap
 
-from . import datasets, registry
+from . import evaluation, registry
 from .validation import check_fitted, check_fraction, check_int, check_seed, check_X
 from .base import CAPEstimator
-from .classifiers import make_classifier
 from .conformal import (FLOOR_DRAWS, SCHEMES, SCORES, ConformalInterval, acc_prevalence, conformal_quantile,
                         evidence_interval, unfitted_copy)
-from .protocols import upp_indices
-from .tables import contingency_table, get_measure
+from .tables import get_measure
 
 __all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval", "ConformalInterval", "interval_scores",
            "conformal_quantile", "evidence_interval", "acc_prevalence", "interval_experiment", "summarise_intervals",
@@ -194,16 +192,10 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
         raise ValueError(f"kinds must be among {list(KINDS)}, got {sorted(bad)}")
     n_samples, sample_size = check_int(n_samples, "n_samples"), check_int(sample_size, "sample_size")
     n_boot_samples = min(check_int(n_boot_samples, "n_boot_samples"), n_samples)
-    split = datasets.load(split, seed=seed) if isinstance(split, str) else split
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        h = make_classifier(classifier, seed).fit(split.X_L, split.y_L)
-    n = split.n_classes
-    idx = upp_indices(split.y_U, sample_size, n_samples, seed=seed, n_classes=n)
-    samples = [split.X_U[i] for i in idx]
+    ctx = evaluation.prepare(split, classifier, [], "upp", n_samples, sample_size, seed)
+    split, h, samples = ctx.split, ctx.h, ctx.samples()
     f = get_measure(measure)
-    pred_U = h.predict(split.X_U)
-    true = np.array([float(f(contingency_table(split.y_U[i], pred_U[i], n))) for i in idx])
+    true = np.array([float(f(table)) for table in ctx.true_tables])
     rows = []
     for name in methods:
         base = registry.make_method(name, h, random_state=seed)

@@ -9,7 +9,8 @@ wrong and how to fix it (never a NaN or a number computed from invalid input).
   supports them), optionally with the feature count remembered at fit.
 - :func:`check_labels`: class codes ``0..n-1`` (integral floats such as 0.0/1.0 read from a CSV are codes).
 - :func:`check_classifier`: a fitted classifier over ``0..n-1``; :func:`predict_codes` its decisions as int codes.
-- :func:`check_distribution`: the one probability-vector check (prevalences, posterior rows), tolerance :data:`ATOL`.
+- :func:`check_distribution`: the one probability-vector check (prevalences, posterior rows), tolerance :data:`ATOL`;
+  :func:`check_posteriors` a posterior matrix (m, n) through it.
 - :func:`check_int`, :func:`check_seed`, :func:`check_fraction`: scalar arguments.
 - :func:`check_fitted`: scikit-learn's ``check_is_fitted`` (raises ``NotFittedError``).
 - :func:`check_class_evidence`: the per-class minimum of validation items a CAP method declares.
@@ -34,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 __all__ = ["check_samples", "CAPWarning", "InsufficientEvidenceWarning", "DegenerateClassifierWarning", "CalibrationWarning",
            "check_class_evidence",
            "ATOL", "MAX_SEED", "check_X", "check_labels", "check_classifier", "predict_codes",
-           "check_distribution", "check_every_class", "check_int", "check_seed", "check_fraction", "check_fitted", "check_finite_array"]
+           "check_distribution", "check_posteriors", "check_every_class", "check_int", "check_seed", "check_fraction", "check_fitted", "check_finite_array"]
 
 class CAPWarning(UserWarning):
     """Base class of capshift's warnings: the input is valid, but the estimate it leads to may not be trusted."""
@@ -301,6 +302,21 @@ def check_distribution(p, name: str = "prevalence", n_classes: int | None = None
                          f"{atol:g}); found sums such as "
                          f"{float(bad.flat[0]):.6g}; divide counts by their total (probabilities, not scores or logits)")
     return np.where(arr < 0, 0.0, arr)
+
+
+def check_posteriors(P, n_classes: int | None = None, name: str = "posteriors", atol: float = ATOL) -> np.ndarray:
+    """Validate a posterior matrix: float (m, n), m >= 1, finite, in [0, 1], rows summing to 1 (within ``atol``).
+
+    ``n_classes``: required number of columns (None: any). Returns a float ndarray (m, n) with round-off
+    below 0 clipped. Raises TypeError for non-numeric input and ValueError naming ``name`` (wrong shape,
+    NaN, negative entries, rows not summing to 1: pass ``classifier.predict_proba(X)``, not scores or logits).
+    """
+    P = check_distribution(P, name, n_classes=n_classes, atol=atol)
+    if P.ndim != 2 or P.shape[0] < 1:
+        want = "(m, n)" if n_classes is None else f"(m, {n_classes})"
+        raise ValueError(f"{name} must be a non-empty 2-d array of shape {want} (pass classifier.predict_proba(X)), "
+                         f"got shape {P.shape}")
+    return np.clip(P, 0.0, 1.0)
 
 
 def check_fitted(estimator, attributes) -> None:

@@ -1,0 +1,360 @@
+"""Calibration of h's posteriors (capshift.calibration): temperature scaling, BCTS with its zero floor, SLD, LasCal
+and its RLLS weights. The CBPE variants built on them are tested in test_baselines.py."""
+import pickle
+import warnings
+
+import abstention.label_shift
+import numpy as np
+import pytest
+from abstention.calibration import TempScaling
+from quapy.method.aggregative import EMQ
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+
+from capshift import base, baselines, calibration, experiment, validation
+from capshift.baselines import CBPE
+from capshift.calibration import BCTS, FLOOR_STEPS, mean_posterior, sld_adjust
+
+
+# -- LasCal and RLLS ---------------------------------------------------------------------------------------------
+_MU = np.array([[0.0, 0.0], [1.6, 0.0], [0.8, 1.4]])  # 3 Gaussian classes (unit covariance), test_baselines' centres
+_P_V = np.full(3, 1 / 3)
+_SHIFTED = np.array([0.6, 0.3, 0.1])
+
+
+def _scaled_posteriors(m, prior, rng, c):
+    """m items of the 3 Gaussians drawn with class prior ``prior``: the posteriors of a classifier whose logits are
+    c times the Bayes log-posteriors for the uniform source prior (miscalibrated by a known temperature: dividing
+    its logits by T = c restores them), the labels, and the exact target posteriors p_U(y|x)."""
+    y = rng.choice(3, size=m, p=prior)
+    X = _MU[y] + rng.normal(size=(m, 2))
+    loglik = -0.5 * ((X[:, None, :] - _MU[None]) ** 2).sum(axis=-1)
+    z = np.log(_P_V) + loglik
+    P = np.exp(c * z - (c * z).max(axis=1, keepdims=True))
+    Pt = np.exp(np.log(prior) + loglik - loglik.max(axis=1, keepdims=True))
+    return P / P.sum(axis=1, keepdims=True), y, Pt / Pt.sum(axis=1, keepdims=True)
+
+
+def test_temperature_scale():
+    P = np.array([[0.7, 0.2, 0.1], [1.0, 0.0, 0.0], [0.5, 0.5, 0.0]])
+    np.testing.assert_allclose(calibration.temperature_scale(P, 1.0), P, atol=1e-15)
+    flat, sharp = calibration.temperature_scale(P, 2.0), calibration.temperature_scale(P, 0.5)
+    np.testing.assert_allclose(flat[0], np.sqrt(P[0]) / np.sqrt(P[0]).sum())  # softmax(log P / 2) = sqrt(P), normalised
+    np.testing.assert_allclose(sharp[0], P[0] ** 2 / (P[0] ** 2).sum())
+    assert flat[1].tolist() == [1, 0, 0] and sharp[2].tolist() == [0.5, 0.5, 0]  # zeros stay 0, ties stay tied
+
+
+@pytest.mark.parametrize("c", [2.0, 0.5])
+def test_lascal_recovers_a_known_temperature_under_label_shift(c):
+    # h's logits are c times the Bayes log-posteriors of V (uniform prior); the target U has prior (.6, .3, .1).
+    # The temperature minimising U's true classwise CE (E_U over 200k items of mean_k (f_k - p_U(k|x))^2, with
+    # p_U(y|x) exact) is c here (checked on a grid c * 2^(j/24): the label-shift optimum coincides with c within
+    # the grid's 3% step), so LasCal, fitted on V's labels and U's posteriors only, must land near c. Spread: over 20
+    # repetitions with |V| = |U| = 4000, log T has sd 0.08 (measured), so the median of 5 has sd about 0.045;
+    # 15% (3 sd) is the tolerance. Uncalibrated (T = 1) is 100% (c = 2) or 50% (c = 0.5) off.
+    rng = np.random.default_rng(0)
+    grid = c * 2.0 ** (np.arange(-24, 25) / 24)
+    P, _, Pt = _scaled_posteriors(200_000, _SHIFTED, np.random.default_rng(1), c)
+    ce = [np.mean((calibration.temperature_scale(P, T) - Pt) ** 2) for T in grid]
+    assert grid[int(np.argmin(ce))] == pytest.approx(c, rel=0.03)
+    Ts = []
+    for _ in range(5):
+        P_V, y_V, _ = _scaled_posteriors(4000, _P_V, rng, c)
+        P_U, _, _ = _scaled_posteriors(4000, _SHIFTED, rng, c)
+        w = calibration.rlls_weights(P_V, y_V, P_U)
+        Ts.append(calibration.lascal_temperature(P_V, y_V, P_U, w)[0])
+    assert np.median(Ts) == pytest.approx(c, rel=0.15), Ts
+
+
+def test_lascal_calibration_error_by_hand():
+    # one bin (n_bins=1): the target scores of class 1 are t = (.2, .4, .6, .8), so the bin is (.2, .8] (the
+    # authors' half-open bins) with m_b = 3 target items; V's class-1 items with scores in it: .3 and .7 (not .9),
+    # 2 of |V| = 4. c = w_1 * (2/4) * (m - 1)/(m_b - 1) = 1.5 * 0.5 * 3/2 = 1.125 (not clipped), and the estimate is
+    # ((.4 - c)^2 + (.6 - c)^2 + (.8 - c)^2) / 4 = 0.22671875.
+    t = np.array([0.2, 0.4, 0.6, 0.8])
+    s = np.array([0.3, 0.5, 0.9, 0.7])
+    P = np.column_stack([1 - t, t])
+    P_val = np.column_stack([1 - s, s])
+    ce = calibration.lascal_calibration_error(P_val, [1, 0, 1, 1], P, [0.5, 1.5], n_bins=1)
+    assert ce[1] == pytest.approx(0.22671875, abs=1e-15)
+    # the labelled counterpart: leave-one-out frequency of class 1 among the other items of the bin
+    lab = calibration.classwise_calibration_error(P, [0, 1, 1, 0], n_bins=1)
+    assert lab[1] == pytest.approx(((0.4 - 0.5) ** 2 + (0.6 - 0.5) ** 2 + (0.8 - 1.0) ** 2) / 4, abs=1e-15)
+
+
+def test_lascal_rlls_weights_are_the_authors_estimator():
+    # LasCal's default weights ("rlls-hard") are abstention's RLLSImbalanceAdapter (Azizzadenesheli et al. 2019,
+    # the regularised BBSE): ours solve the same convex problem
+    rng = np.random.default_rng(2)
+    P_V, y_V, _ = _scaled_posteriors(1000, _P_V, rng, 2.0)
+    P_U, _, _ = _scaled_posteriors(300, _SHIFTED, rng, 2.0)
+    theirs = abstention.label_shift.RLLSImbalanceAdapter()(
+        valid_labels=np.eye(3)[y_V], tofit_initial_posterior_probs=P_U, valid_posterior_probs=P_V).multipliers
+    np.testing.assert_allclose(calibration.rlls_weights(P_V, y_V, P_U), theirs, atol=1e-6)
+
+
+def test_lascal_rlls_weights_estimate_the_prior_ratio():
+    rng = np.random.default_rng(3)
+    P_V, y_V, _ = _scaled_posteriors(8000, _P_V, rng, 1.0)
+    P_U, _, _ = _scaled_posteriors(8000, _SHIFTED, rng, 1.0)
+    w = calibration.rlls_weights(P_V, y_V, P_U)
+    np.testing.assert_allclose(w, _SHIFTED / (np.bincount(y_V) / len(y_V)), atol=0.15)  # true ratio (1.8, .9, .3)
+
+
+def test_lascal_calibration_error_is_consistent():
+    # The label-free estimate (V's labels reweighted by w, U's posteriors) converges to the labelled classwise CE of
+    # U (the authors' estimator with U's labels, which LasCal never sees). Gap: sum over the 3 classes of
+    # |label-free - labelled|, mean over 10 repetitions with |V| = |U| = n, h overconfident (c = 2). Measured, for
+    # the true weights / RLLS's / w = 1 (ignoring the shift): 0.128 / 0.148 / 0.102 at n = 250, 0.030 / 0.043 /
+    # 0.062 at 1000, 0.014 / 0.027 / 0.047 at 4000, 0.005 / 0.007 / 0.037 at 16000. A consistent estimator must
+    # shrink the gap with n: n = 4000 must be at least 3 times better than n = 250 (root-n: 4); without the
+    # importance weights it must not be (it stays more than twice the weighted gap at n = 4000).
+    def gaps(n):
+        rng = np.random.default_rng(5)
+        out = []
+        for _ in range(10):
+            P_V, y_V, _ = _scaled_posteriors(n, _P_V, rng, 2.0)
+            P_U, y_U, _ = _scaled_posteriors(n, _SHIFTED, rng, 2.0)
+            labelled = calibration.classwise_calibration_error(P_U, y_U)
+            weights = [_SHIFTED / (np.bincount(y_V, minlength=3) / n), calibration.rlls_weights(P_V, y_V, P_U), np.ones(3)]
+            out.append([np.abs(calibration.lascal_calibration_error(P_V, y_V, P_U, w) - labelled).sum() for w in weights])
+        return np.mean(out, axis=0)
+    small, large = gaps(250), gaps(4000)
+    assert large[0] < small[0] / 3 and large[1] < small[1] / 3, (small, large)
+    assert large[2] > 2 * large[0], (small, large)
+
+
+def _lascal_temperature_reference(P_val, y_val, P, w, p=2):
+    """LasCal's temperature search as it was before the vectorised search (commit 33cd65f), one loss evaluation at a
+    time on the public functions: the grid's losses, then bounded Brent on log T around the best grid value."""
+    from scipy.optimize import minimize_scalar
+    grid = calibration.LASCAL_TEMPERATURES
+
+    def loss(T):
+        return float(np.mean(calibration.lascal_calibration_error(
+            calibration.temperature_scale(P_val, T), y_val, calibration.temperature_scale(P, T), w, p=p)))
+
+    if ((P == 0) | (P == P.max(axis=1, keepdims=True))).all():
+        return 1.0, loss(1.0)
+    losses = np.array([loss(T) for T in grid])
+    if np.ptp(losses) == 0.0:
+        return 1.0, float(losses[0])
+    k = int(np.argmin(losses))
+    best_T, best = float(grid[k]), float(losses[k])
+    lo, hi = np.log(grid[max(k - 1, 0)]), np.log(grid[min(k + 1, grid.size - 1)])
+    res = minimize_scalar(lambda u: loss(np.exp(u)), bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
+    if res.fun < best:
+        best_T, best = float(np.exp(res.x)), float(res.fun)
+    return best_T, best
+
+
+def test_lascal_temperature_is_the_one_loss_at_a_time_search():
+    # lascal_temperature evaluates the loss for the 100 grid temperatures and all classes at once (and L-CBPE keeps
+    # V's side of the grid between samples); it must give the temperature and loss of the loss-by-loss search
+    # exactly (==, not approx: the binned loss jumps, so a last-bit difference could move Brent's path). Cases with
+    # exact zeros and ties (rounded posteriors), samples of 1 to 150 items (above 128 numpy sums by halves), p = 3.
+    rng = np.random.default_rng(7)
+    for case in range(24):
+        n, n_v, m = int(rng.integers(2, 9)), int(rng.integers(30, 300)), int([1, 2, 7, 40, 100, 150][case % 6])
+        conc = [0.2, 1.0, 3.0][case % 3]
+        P_val, P = rng.dirichlet(np.full(n, conc), size=n_v), rng.dirichlet(np.full(n, conc), size=m)
+        if case % 4 == 1:  # exact zeros
+            P_val, P = [np.where(Q < 0.05, 0.0, Q) for Q in (P_val, P)]
+        if case % 4 == 2:  # ties
+            P_val, P = [np.round(Q, 1) + 1e-9 for Q in (P_val, P)]
+        P_val, P = [Q / Q.sum(axis=1, keepdims=True) for Q in (P_val, P)]
+        y_val, w = rng.integers(0, n, n_v), rng.uniform(0, 2, n) * (rng.random(n) > 0.1)
+        p = 3 if case % 5 == 4 else 2
+        assert calibration.lascal_temperature(P_val, y_val, P, w, p=p) == \
+            _lascal_temperature_reference(P_val, y_val, P, w, p=p), case
+    # L-CBPE on a real classifier: LR on german, UPP samples of 100, temperatures of est.lascal against the reference
+    ctx = experiment.prepare("german", "lr", [], "upp", 6, 100, 0)
+    est = CBPE(ctx.h, calibration="lascal").fit(ctx.split.X_V, ctx.split.y_V)
+    P_val = ctx.h.predict_proba(ctx.split.X_V)
+    for idx in ctx.idx:
+        P = ctx.h.predict_proba(ctx.split.X_U[idx])
+        T, w = est.lascal(P)
+        assert T == _lascal_temperature_reference(P_val, ctx.split.y_V, P, w)[0]
+
+
+# -- BCTS, its zero floor, and SLD -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lr_problem():
+    """LR on 3 Gaussian classes: posteriors on V (with labels) and on a shifted sample, none of them exactly 0."""
+    rng = np.random.default_rng(1)
+    X_L, y_L = _MU[(y := rng.choice(3, 2000))] + rng.normal(size=(2000, 2)), y
+    h = LogisticRegression().fit(X_L, y_L)
+    y_V = rng.choice(3, 3000)
+    X_V = _MU[y_V] + rng.normal(size=(3000, 2))
+    X_U = _MU[rng.choice(3, 200, p=_SHIFTED)] + rng.normal(size=(200, 2))
+    P_V, P = h.predict_proba(X_V), h.predict_proba(X_U)
+    assert (P_V > 0).all() and (P > 0).all()
+    return h, P_V, y_V, X_U, P
+
+
+def test_bcts_is_abstentions_tempscaling_and_quapys_emq_bcts(lr_problem):
+    # without exact zeros, BCTS is the calibration function QuaPy's EMQ(calib="bcts") fits (abstention's
+    # TempScaling(bias_positions="all") on the one-hot labels), its prior is QuaPy's train_prevalence, and SLD from it
+    # gives QuaPy's EMQ-BCTS prevalence estimate and posteriors, read through QuaPy's public API
+    h, P_V, y_V, X_U, P = lr_problem
+    bcts = BCTS().fit(P_V, y_V)
+    assert bcts.bcts_ and bcts.floor_ == 0.5 * P_V.min()
+    f = TempScaling(bias_positions="all")(P_V, np.eye(3)[y_V], posterior_supplied=True)
+    np.testing.assert_array_equal(bcts.calibrate(P), f(P))
+    emq = EMQ(h, fit_classifier=False, val_split=None, exact_train_prev=False, calib="bcts")
+    emq.aggregation_fit(P_V, y_V)
+    np.testing.assert_array_equal(bcts.prior_, emq.train_prevalence)
+    np.testing.assert_array_equal(bcts.prior_, f(P_V).mean(axis=0) / f(P_V).mean(axis=0).sum())
+    theirs = emq.aggregate(P)
+    ours, _ = EMQ.EM(bcts.prior_, bcts.calibrate(P))
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
+    assert np.abs(theirs - mean_posterior(P)).max() > 0.01  # SLD moved the prior: the comparison is not vacuous
+    expected = emq.predict_proba(X_U)
+    np.testing.assert_array_equal(sld_adjust(bcts.calibrate(P), bcts.prior_),
+                                  expected / expected.sum(axis=1, keepdims=True))
+
+
+def test_bcts_calibrates_an_overconfident_classifier():
+    # logits twice the Bayes log-posteriors: BCTS (fitted on V's labels) brings the sample's posteriors back to the
+    # Bayes posteriors (temperature about 2), and its NLL on the sample drops well below the uncalibrated one
+    rng = np.random.default_rng(4)
+    P_V, y_V, _ = _scaled_posteriors(4000, _P_V, rng, 2.0)
+    P, y, P_true = _scaled_posteriors(2000, _P_V, rng, 2.0)
+    C = BCTS().fit(P_V, y_V).calibrate(P)
+    assert np.abs(C - P_true).mean() < 0.01 < np.abs(P - P_true).mean()
+
+    def nll(Q):
+        return -np.mean(np.log(Q[np.arange(len(y)), y]))
+    assert nll(C) < nll(P) - 0.05 and nll(C) == pytest.approx(nll(P_true), abs=0.01)
+
+
+def _nll_of_floor(P_val, y_val, floor):
+    """NLL on V of abstention's BCTS fitted on V with exact zeros raised to floor (NaN if the fit fails)."""
+    Pf = np.where(P_val > 0, P_val, floor)
+    n = P_val.shape[1]
+    try:
+        Q = TempScaling(bias_positions="all")(Pf, np.eye(n)[y_val], posterior_supplied=True)(Pf)
+    except AssertionError:
+        return np.nan
+    return -np.mean(np.log(Q[np.arange(len(y_val)), y_val]))
+
+
+def _votes(rows):
+    """Binary vote fractions of a 10-NN: (P (m, 2), y (m,)) from (fraction of votes for class 1, label) pairs."""
+    p1 = np.array([r[0] for r in rows])
+    return np.column_stack([1 - p1, p1]), np.array([r[1] for r in rows])
+
+
+_MIXED = [(0.2, 0), (0.3, 1), (0.6, 0), (0.7, 1), (0.8, 1), (0.4, 0), (0.1, 0), (0.9, 1)]
+
+
+@pytest.mark.parametrize("confident_miss", [False, True])
+def test_bcts_floor_is_chosen_by_likelihood(confident_miss):
+    # 10-NN vote fractions: unanimous items (posteriors 0 and 1) and mixed ones; the smallest positive posterior is
+    # 0.1 (1 - 0.9 here, a hair below), so the candidate floors are 0.05 * (1, 1e-3, 1e-6, 1e-9, 1e-12). Without a confident miss, every zero is
+    # on a class the item does not have: the smaller the floor, the surer (and righter) the unanimous items, so the
+    # smallest floor wins. One unanimous item of the wrong class (posterior 0 on its label) costs log(1 / floor):
+    # then the largest floor wins. In both cases floor_ is the candidate of smallest NLL, computed here directly
+    # with abstention.
+    rows = [(0.0, 0)] * 4 + [(1.0, 1)] * 4 + _MIXED + ([(1.0, 0)] if confident_miss else [])
+    P_val, y_val = _votes(rows)
+    bcts = BCTS().fit(P_val, y_val)
+    candidates = 0.5 * P_val[P_val > 0].min() * FLOOR_STEPS
+    np.testing.assert_allclose(candidates, 0.05 * FLOOR_STEPS, rtol=1e-14)
+    nll = np.array([_nll_of_floor(P_val, y_val, f) for f in candidates])
+    assert np.isfinite(nll).all()
+    assert bcts.bcts_ and bcts.floor_ == candidates[int(np.argmin(nll))]
+    if confident_miss:
+        assert bcts.floor_ == candidates[0] and (np.diff(nll) > 0).all() and nll[-1] - nll[0] > 0.05, nll
+    else:
+        assert bcts.floor_ == candidates[-1] and nll[0] - nll.min() > 0.004, nll
+    # the floor raises exact zeros on every sample, and leaves positive posteriors alone
+    P = np.array([[1.0, 0.0], [0.3, 0.7]])
+    f = TempScaling(bias_positions="all")(np.where(P_val > 0, P_val, bcts.floor_), np.eye(2)[y_val],
+                                          posterior_supplied=True)
+    np.testing.assert_array_equal(bcts.calibrate(P), f(np.where(P > 0, P, bcts.floor_)))
+    C = bcts.calibrate(P)
+    assert 0 < C[0, 1] < C[1, 0]  # the zero became a positive posterior, below a 3-vote one
+
+
+def _separated(n_classes, zeros):
+    """V that h separates perfectly: every item's largest posterior (0.6 to 0.95) is on its label; with ``zeros``,
+    the other classes of a quarter of the items get exactly 0 (the rest of the mass on the label)."""
+    conf = np.tile(np.linspace(0.6, 0.95, 8), n_classes)
+    y = np.repeat(np.arange(n_classes), 8)
+    P = np.repeat(((1 - conf) / (n_classes - 1))[:, None], n_classes, axis=1)
+    P[np.arange(len(y)), y] = conf
+    if zeros:
+        P[::4] = np.eye(n_classes)[y[::4]]
+    return P, y
+
+
+@pytest.mark.parametrize("zeros", [False, True])
+def test_bcts_falls_back_when_abstention_cannot_fit(zeros):
+    # h separates V: the likelihood grows without bound as the temperature goes to 0 and abstention's L-BFGS-B stops
+    # abnormally (an AssertionError, QuaPy's RuntimeError) for every candidate floor; BCTS then leaves the
+    # posteriors as they are and SLD starts from their mean on V
+    P_val, y_val = _separated(2, zeros)
+    half = 0.5 * P_val[P_val > 0].min()
+    candidates = half * FLOOR_STEPS if zeros else [half]
+    assert all(np.isnan(_nll_of_floor(P_val, y_val, f)) for f in candidates)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # abstention's overflow on its way to failing
+        bcts = BCTS().fit(P_val, y_val)
+    assert bcts.bcts_ is False and bcts.floor_ == half
+    np.testing.assert_array_equal(bcts.prior_, P_val.mean(axis=0) / P_val.mean(axis=0).sum())
+    P = np.array([[0.9, 0.1], [0.0, 1.0], [0.45, 0.55]])
+    np.testing.assert_array_equal(bcts.calibrate(P), P)
+
+
+def test_bcts_pickles_and_refits_to_the_same_map():
+    # abstention's calibration function is a lambda: BCTS drops it when pickled and refits it at floor_ on load
+    P_val, y_val = _votes([(0.0, 0)] * 4 + [(1.0, 1)] * 4 + _MIXED + [(1.0, 0)])
+    bcts = BCTS().fit(P_val, y_val)
+    again = pickle.loads(pickle.dumps(bcts))
+    P = np.array([[1.0, 0.0], [0.3, 0.7], [0.5, 0.5]])
+    np.testing.assert_array_equal(again.calibrate(P), bcts.calibrate(P))
+    assert (again.bcts_, again.floor_) == (bcts.bcts_, bcts.floor_)
+    np.testing.assert_array_equal(again.prior_, bcts.prior_)
+
+
+def test_bcts_and_sld_bad_input():
+    P_val, y_val = _votes([(0.0, 0)] * 4 + [(1.0, 1)] * 4 + _MIXED)
+    with pytest.raises(NotFittedError):
+        BCTS().calibrate(P_val)
+    with pytest.raises(ValueError, match="y_val"):
+        BCTS().fit(P_val, np.full(len(P_val), 2))
+    with pytest.raises(ValueError, match="P_val"):
+        BCTS().fit(P_val * 2, y_val)
+    with pytest.raises(ValueError, match=r"shape \(\.\.\., 2\)"):
+        BCTS().fit(P_val, y_val).calibrate(np.full((2, 3), 1 / 3))
+    with pytest.raises(ValueError, match="prior"):
+        sld_adjust(P_val, [0.2, 0.2])
+    with pytest.raises(ValueError, match="prior"):
+        sld_adjust(P_val, [[0.5, 0.5]])
+    with pytest.raises(ValueError, match="sum to 1"):
+        mean_posterior([[0.5, 0.6]])
+
+
+def test_mean_posterior_and_sld_by_hand():
+    # SLD's fixed point: posteriors calibrated for the prior (1/2, 1/2), two items with likelihood ratio
+    # p(x|0)/p(x|1) = 4 and one with 1/4. The sample's likelihood in its prior q of class 0 is
+    # (1 + 3q)^2 (1 - 3q/4) up to a constant, maximal (concave) at q = 7/9, where the adjusted posteriors of class 0
+    # are 4q / (1 + 3q) = 14/15 and q / (4 - 3q) = 7/15 (their mean is q again).
+    P = np.array([[0.8, 0.2], [0.8, 0.2], [0.2, 0.8]])
+    np.testing.assert_allclose(mean_posterior(P), [0.6, 0.4], rtol=0, atol=1e-15)
+    Q = sld_adjust(P, [0.5, 0.5])
+    np.testing.assert_allclose(Q[:, 0], [14 / 15, 14 / 15, 7 / 15], atol=1e-3)
+    np.testing.assert_allclose(Q.mean(axis=0), [7 / 9, 2 / 9], atol=1e-3)
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-15)
+    _, theirs = EMQ.EM(np.array([0.5, 0.5]), P)
+    np.testing.assert_array_equal(Q, theirs / theirs.sum(axis=1, keepdims=True))
+
+
+def test_moved_names_are_the_same_objects():
+    # calibration's functions left capshift.baselines (issue 29) but stay importable from there, and
+    # check_posteriors moved to capshift.validation, importable from base and baselines too
+    for name in ["temperature_scale", "classwise_calibration_error", "lascal_calibration_error", "lascal_temperature",
+                 "rlls_weights", "LASCAL_TEMPERATURES"]:
+        assert getattr(baselines, name) is getattr(calibration, name) and name in baselines.__all__
+    assert base.check_posteriors is validation.check_posteriors is baselines.check_posteriors

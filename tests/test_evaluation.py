@@ -1,0 +1,105 @@
+"""The one evaluation path (capshift.evaluation): contexts for every kind of protocol, one rule for sharing a
+quantifier, the shared (gamma, q-hat) path equal to each method's own prediction, samples numbered across a shift
+family's trials."""
+import warnings
+
+import numpy as np
+import pytest
+
+from capshift import evaluation, protocols, registry
+from capshift.tables import contingency_table
+
+
+def test_one_rule_shares_the_quantifier_of_the_leap_family_only():
+    shared = {n: evaluation.shared_quantifier(registry.get(n)) for n in registry.names()}
+    assert {n for n, q in shared.items() if q is not None} == set(registry.names("leap"))
+    assert shared["O-LEAP_KDEy"] == "kdey" and shared["LEAP_ACC"] == "acc" and shared["S-LEAP_oracle"] == "oracle"
+    # a QuAcc variant names a quantifier too, but its table is not a function of (gamma, q-hat): not shared
+    assert registry.get("QuAccnxn_SLD").params.get("quantifier") is not None and shared["QuAccnxn_SLD"] is None
+
+
+def test_a_pps_protocol_has_one_context_the_runners_own():
+    ctx = evaluation.prepare("haberman", "lr", [], "upp", 5, 40, 0)
+    [same] = evaluation.contexts("haberman", "lr", [], "upp", 5, 40, 0)
+    assert all(np.array_equal(a, b) for a, b in zip(ctx.idx, same.idx))
+    assert np.array_equal(ctx.true_tables, same.true_tables) and same.parameters is None
+    # the true tables are h's on each sample, rows the true class
+    pred = ctx.h.predict(ctx.split.X_U)
+    for s, i in enumerate(ctx.idx):
+        assert np.array_equal(ctx.true_tables[s], contingency_table(ctx.split.y_U[i], pred[i], 2))
+    assert np.allclose(ctx.shift, np.abs(ctx.true_prev - np.bincount(ctx.split.y_V) / len(ctx.split.y_V)).sum(1))
+
+
+@pytest.fixture(scope="module")
+def concept():
+    proto = protocols.make_protocol("concept", repeats=1, train_size=400, train_cuts=[1.5, 8.5], test_cuts=[1.5, 8.5])
+    ctxs = evaluation.contexts("marketing", "lr", [registry.get("LEAP_KDEy")], proto, 3, 50, 0)
+    return proto, ctxs
+
+
+def test_a_shift_family_has_one_context_per_trial_with_the_test_conditions_labels(concept):
+    proto, ctxs = concept
+    family = proto.family("marketing", 50, 3, 0)
+    assert len(ctxs) == family.n_trials == 2
+    for t, ctx in enumerate(ctxs):
+        trial = family.trial(t)
+        assert ctx.k == trial.test.total() == 2 * 3
+        # the true tables use the labels under the test cut, not the pool's (which are under no cut at all)
+        for s in range(ctx.k):
+            assert ctx.true_prev[s, 1] == pytest.approx(trial.test.labels(s).mean())
+        assert list(ctx.parameters["c_U"]) == list(trial.test.parameters["c_U"])
+        # L and V: the training sample divided, stratified, V = val_prop of it
+        assert len(ctx.split.y_V) == pytest.approx(proto.val_prop * 400, abs=1)
+        assert abs(ctx.split.y_V.mean() - ctx.split.y_L.mean()) < 0.01
+    # moving the cut changes the labels: the same pool item is positive at 1.5 and negative at 8.5
+    p = ctxs[0].parameters
+    assert ctxs[0].true_prev[p["c_U"] == 1.5, 1].mean() > 0.8 > 0.2 > ctxs[0].true_prev[p["c_U"] == 8.5, 1].mean()
+
+
+def test_evaluate_numbers_the_samples_across_trials_and_keeps_their_conditions(concept):
+    _, ctxs = concept
+    df = evaluation.evaluate(ctxs, "Naive", registry.get("Naive"), ["accuracy"])
+    assert list(df["sample"]) == list(range(12))
+    assert list(df.columns[:len(evaluation.RESULT_COLUMNS)]) == evaluation.RESULT_COLUMNS
+    assert list(df["trial"]) == [0] * 6 + [1] * 6 and {"c_L", "c_U", "degree", "condition_sample"} <= set(df.columns)
+    # Naive predicts V's accuracy of h on every sample of a trial
+    for t, ctx in enumerate(ctxs):
+        val_acc = np.mean(ctx.h.predict(ctx.split.X_V) == ctx.split.y_V)
+        assert np.allclose(df.loc[df["trial"] == t, "predicted"], val_acc)
+        assert np.allclose(df.loc[df["trial"] == t, "true"], np.trace(ctx.true_tables, axis1=1, axis2=2))
+
+
+def test_the_shared_path_equals_each_methods_own_prediction(concept):
+    # the runner gives a LEAP method (gamma, q-hat) computed once; the method asked sample by sample must agree
+    _, ctxs = concept
+    ctx = ctxs[1]
+    for name in ("LEAP_KDEy", "O-LEAP_KDEy", "S-LEAP_KDEy"):
+        frame = evaluation.method_frame(ctx, name, registry.get(name), ["accuracy", "f1"])
+        est, _ = evaluation.fit_method(ctx, name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            own = est.predict_measures(ctx.samples(), ["accuracy", "f1"], posteriors=ctx.posteriors())
+        for m in ("accuracy", "f1"):
+            assert np.allclose(frame.loc[frame.measure == m, "predicted"], own[m], atol=1e-12, rtol=0)
+
+
+def test_the_trial_split_follows_the_seed():
+    family = protocols.make_protocol("local-covariate", repeats=1, train_size=400).family("marketing", 40, 1, 0)
+    trial = family.trial(0)
+    a, _, _ = evaluation.trial_split(trial, 0.5, 0, "m")
+    b, _, _ = evaluation.trial_split(trial, 0.5, 0, "m")
+    c, _, _ = evaluation.trial_split(trial, 0.5, 1, "m")
+    assert np.array_equal(a.X_V, b.X_V) and not np.array_equal(a.X_V, c.X_V)
+    assert len(a.y_L) + len(a.y_V) == 400 and np.array_equal(np.sort(np.r_[a.y_L, a.y_V]), np.sort(trial.train.y))
+
+
+def test_a_shift_family_refuses_a_leap_dataset_and_indices():
+    proto = protocols.make_protocol("prior")
+    with pytest.raises(ValueError, match="marketing"):
+        evaluation.contexts("haberman", "lr", [], proto, 1, 50, 0)
+    with pytest.raises(TypeError, match="dataset-shift family"):
+        proto.indices(np.array([0, 1, 0, 1]), 2, 1, 0)
+    assert protocols.names("shift") == ["prior", "global-pure-covariate", "global-mixed-covariate",
+                                        "local-covariate", "concept"]
+    assert protocols.make_protocol("prior", train_prevalences=[0.2, 0.8]).key() == \
+        protocols.make_protocol("prior", train_prevalences=(0.2, 0.8)).key() == "prior(train_prevalences=(0.2, 0.8))"
