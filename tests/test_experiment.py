@@ -93,7 +93,7 @@ def test_every_registered_pps_protocol_runs_through_the_runner():
     split = datasets.load("cmc.1", seed=0)
     u_prev = np.bincount(split.y_U, minlength=2) / len(split.y_U)
     runs = {p: run_experiment(split, methods=("Naive",), protocol=p, n_samples=40, sample_size=100, progress=False)
-            for p in protocols.names()}
+            for p in protocols.names("pps")}
     spread = {p: np.std([t[1] for t in df["true_prev"]]) for p, df in runs.items()}
     # UPP and APP spread the prevalence over [0, 1] (sd about .29); NPP stays at U's (binomial sd about .05)
     assert spread["upp"] > 0.2 and spread["app"] > 0.2 and spread["npp"] < 0.08

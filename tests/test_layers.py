@@ -1,8 +1,9 @@
 """The import contract: capshift's layers (pyproject.toml, [tool.importlinter]) hold, checked by import-linter.
 
-Layers, top to bottom: cli > grid > experiment > uncertainty | shift_experiments | efficiency > registry >
-the CAP methods (leap, baselines, quacc) > base > conformal | equations > the foundation (datasets, reference,
-emq, quantifiers, shift, protocols, classifiers, significance) > tables > validation. The book runner and the
+Layers, top to bottom: __main__ > cli > grid > experiment > uncertainty | shift_experiments | efficiency |
+selection | estimate > evaluation > registry > the CAP methods (leap, baselines, quacc) > base > conformal |
+equations > protocols > the foundation (datasets, reference, emq, quantifiers, shift, classifiers, significance,
+pps_check, calibration) > tables > validation. The book runner and the
 plots stay apart from the methods. A change that imports upward, makes a cycle, or makes the book runner depend
 on a method fails here (and so ``make test``), with import-linter's report of the offending import chain.
 """

@@ -165,3 +165,12 @@ def test_register_adds_a_protocol_in_one_place(monkeypatch):
         P.register(Fixed)
     with pytest.raises(TypeError):
         P.register(object)
+
+
+def test_app_refuses_a_grid_of_fewer_than_two_points_when_made():
+    from capshift import protocols
+
+    with pytest.raises(ValueError, match="n_prevalences"):
+        protocols.make_protocol("app", n_prevalences=1)
+    with pytest.raises(TypeError, match="n_prevalences"):
+        protocols.make_protocol("app", n_prevalences=2.5)

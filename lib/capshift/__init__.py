@@ -1,12 +1,13 @@
 """capshift: classifier accuracy prediction (CAP) under dataset shift.
 
 Modules: ``tables`` (contingency tables, measures), ``equations`` (governing equations),
-``leap`` (S-LEAP, LEAP, O-LEAP), ``quantifiers`` (QuaPy quantifiers by name), ``baselines``,
-``datasets``, ``protocols`` (PPS sampling), ``shift`` (dataset-shift protocols beyond PPS), ``experiment``
-(runner, results), ``grid`` (resumable grid runner, CLI), ``plots``, ``uncertainty`` (intervals around a CAP
-prediction), ``reference`` (the
-papers' published numbers), ``validation`` (the argument checks and capshift's warnings), ``book`` (chapter
-runner).
+``leap`` (S-LEAP, LEAP, O-LEAP), ``quantifiers`` (QuaPy quantifiers by name), ``calibration`` (temperature
+scaling, BCTS, LasCal, RLLS), ``baselines``, ``quacc``, ``registry`` (every CAP method by name), ``datasets``,
+``shift`` (dataset-shift families beyond PPS), ``protocols`` (every protocol by name: PPS and the shift families),
+``evaluation`` (the one evaluation path), ``experiment`` (runner, results), ``grid`` (resumable grid runner),
+``cli``, ``plots``, ``uncertainty`` (intervals around a CAP prediction), ``selection`` (model selection without
+labels), ``estimate`` (your model on your files), ``reference`` (the papers' published numbers), ``validation``
+(the argument checks and capshift's warnings), ``book`` (chapter runner).
 """
 __version__ = "0.1.0"
 

@@ -13,7 +13,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.svm import SVC
 
-__all__ = ["CLASSIFIERS", "make_classifier"]
+__all__ = ["check_classifier_name", "CLASSIFIERS", "make_classifier"]
 
 #: Classifier names of the LEAP paper (Sect. 5.4): scikit-learn defaults, k = 10 for kNN, RBF SVM
 #: with Platt posteriors, MLP with hidden layers (100, 15) as the paper states. The SVM's Platt scaling is
@@ -29,8 +29,15 @@ CLASSIFIERS = {
 }
 
 
+def check_classifier_name(name, arg: str = "classifier") -> str:
+    """``name`` if it is a name of :data:`CLASSIFIERS`; ValueError naming ``arg`` and the choices otherwise (the
+    one check of a classifier's name: the runner, the grid and the CLI call it)."""
+    if not isinstance(name, str) or name not in CLASSIFIERS:
+        where = "" if arg == "classifier" else f" in {arg}"
+        raise ValueError(f"unknown classifier {name!r}{where}; choose one of {sorted(CLASSIFIERS)}")
+    return name
+
+
 def make_classifier(name: str, random_state=0):
     """An unfitted classifier by the paper's name (:data:`CLASSIFIERS`); ValueError for unknown names."""
-    if name not in CLASSIFIERS:
-        raise ValueError(f"unknown classifier {name!r}; choose one of {sorted(CLASSIFIERS)}")
-    return CLASSIFIERS[name](random_state)
+    return CLASSIFIERS[check_classifier_name(name)](random_state)

@@ -33,9 +33,10 @@ from tqdm import tqdm
 
 from . import datasets, protocols, registry
 from .validation import check_fraction, check_int, check_seed
-from .classifiers import CLASSIFIERS, make_classifier
-from .evaluation import RESULT_COLUMNS, RunContext, estimated_tables, method_frame, prepare, require_tables
-from .leap import DEFAULT_SOLVER, SOLVERS
+from .classifiers import CLASSIFIERS, check_classifier_name, make_classifier
+from .evaluation import (RESULT_COLUMNS, RunContext, contexts, estimated_tables, evaluate, method_frame, prepare,
+                         require_tables)
+from .leap import DEFAULT_SOLVER, check_solver
 from .registry import make_method
 from .tables import get_measure
 # Kept importable from here (their homes are the modules named): the chapters and users' scripts of earlier
@@ -61,8 +62,7 @@ def check_run_args(classifier, methods, protocol, n_samples, sample_size, measur
     Returns ``(specs, measures)``: a list of ``(name, capshift.registry.MethodSpec)`` and the list of measure
     names. Raises ValueError / TypeError naming the argument (unknown classifier, method, measure, protocol or
     solver; empty ``methods``; non-positive sizes; a bad seed), before any work."""
-    if classifier not in CLASSIFIERS:
-        raise ValueError(f"unknown classifier {classifier!r}; choose one of {sorted(CLASSIFIERS)}")
+    check_classifier_name(classifier)
     if isinstance(methods, str) or not hasattr(methods, "__iter__"):
         raise TypeError(f"methods must be a list of method names, got {methods!r}; e.g. methods=[{methods!r}]")
     methods = list(methods)
@@ -72,8 +72,7 @@ def check_run_args(classifier, methods, protocol, n_samples, sample_size, measur
     check_int(n_samples, "n_samples")
     check_int(sample_size, "sample_size")
     check_seed(seed, "seed")
-    if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    check_solver(solver)
     if isinstance(measures, str):
         measures = [measures]
     for m in measures:
@@ -97,7 +96,10 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
     protocol : str or capshift.protocols.Protocol
         A name of :func:`capshift.protocols.names` or a protocol object. ``"upp"``: ``n_samples`` prevalence
         vectors uniform on the simplex (Kraemer); ``"app"``: the 21-point grid (binary), repeated until
-        ``n_samples`` samples; ``"npp"``: uniform samples of U.
+        ``n_samples`` samples; ``"npp"``: uniform samples of U. A dataset-shift family (``"prior"``,
+        ``"global-pure-covariate"``, ...; :class:`capshift.protocols.ShiftFamily`) runs on a dataset of
+        :data:`capshift.datasets.SHIFT_DATASETS` (``dataset`` its name), ``n_samples`` per condition, its rows
+        numbered across its trials and followed by each sample's conditions (:func:`capshift.evaluation.evaluate`).
     n_samples, sample_size : int
         Number and size of the test samples drawn from U. Methods trained on validation samples
         (DoC, DS, NN, RCA*) draw them at the test samples' size.
@@ -119,9 +121,9 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
         Fig. 1b; NaN for methods without a quantifier on the shared path, 0 for the oracle).
     """
     specs, measures = check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver)
-    ctx = prepare(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
-    frames = [method_frame(ctx, name, spec, measures, solver)
-              for name, spec in tqdm(specs, desc=f"{ctx.split.name}: methods", disable=not progress, leave=False)]
+    ctxs = contexts(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)
+    frames = [evaluate(ctxs, name, spec, measures, solver)
+              for name, spec in tqdm(specs, desc=f"{ctxs[0].split.name}: methods", disable=not progress, leave=False)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
 
 

@@ -52,7 +52,7 @@ from . import __version__, protocols, registry, selection
 from . import datasets as _datasets
 from .validation import CAPWarning, check_fraction, check_int
 from .leap import DEFAULT_SOLVER
-from .classifiers import CLASSIFIERS
+from .classifiers import check_classifier_name
 from .tables import get_measure
 from .evaluation import RESULT_COLUMNS, contexts, evaluate
 from .experiment import DEFAULT_METHODS, check_run_args
@@ -470,8 +470,7 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
     methods = _check_grid_args(methods, "methods")
     _check_datasets_for(datasets, protocol)
     for c in classifiers:
-        if c not in CLASSIFIERS:
-            raise ValueError(f"unknown classifier {c!r} in classifiers; choose from {sorted(CLASSIFIERS)}")
+        check_classifier_name(c, "classifiers")
     _, measures = check_run_args(classifiers[0], methods, protocol, n_samples, sample_size, measures, seed, solver)
     methods = list(dict.fromkeys(registry.get(m).name for m in methods))
     n_jobs, cell_timeout = _check_backend_args(n_jobs, backend, scheduler, cell_timeout)

@@ -39,10 +39,19 @@ from .validation import InsufficientEvidenceWarning
 from .quantifiers import Quantifier, check_prevalence, make_quantifier
 from .tables import check_table, true_prevalence
 
-__all__ = ["TableSolver", "CvxpyReference", "sleap_table", "leap_table", "oleap_table", "SLEAP", "LEAP", "OLEAP", "SOLVERS"]
+__all__ = ["TableSolver", "CvxpyReference", "sleap_table", "leap_table", "oleap_table", "SLEAP", "LEAP", "OLEAP", "SOLVERS",
+           "check_solver"]
 
 SOLVERS = ("active_set", "osqp", "cvxpy", "slsqp")
 DEFAULT_SOLVER = "active_set"
+
+
+def check_solver(solver, arg: str = "solver") -> str:
+    """``solver`` if it is one of :data:`SOLVERS`; ValueError naming ``arg`` otherwise (the one check of a LEAP
+    solver's name: the estimators, the runner and the grid call it)."""
+    if not isinstance(solver, str) or solver not in SOLVERS:
+        raise ValueError(f"{arg} must be one of {SOLVERS}, got {solver!r}")
+    return solver
 _NEG_TOL = 1e-9  # exact solutions with cells below -_NEG_TOL are infeasible
 
 
@@ -148,8 +157,7 @@ class TableSolver:
         self.method, self.solver = method, solver
         self.system = governing_system(val_table, drop_class=0 if method == "leap" else None)
         self.n = self.system.n_classes
-        if solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+        check_solver(solver)
         # LU factorisation once per validation table (the square LEAP system is invertible, see above)
         self.lu = lu_factor(self.system.A.toarray()) if method == "leap" else None
         self._lsq = None
@@ -272,8 +280,7 @@ class _LEAPEstimator(CAPEstimator):
         return self._READS.get(q.lower(), ()) if isinstance(q, str) else ()
 
     def _fit(self, X_val, y_val):
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        check_solver(self.solver)
         self.quantifier_ = make_quantifier(self.quantifier, self.classifier, self.random_state)
         if not self.quantifier_.is_fitted:  # a fitted capshift Quantifier can be shared between methods
             with warnings.catch_warnings():

@@ -221,7 +221,8 @@ class Protocol:
 
     def indices(self, y, sample_size: int, n_samples: int, seed: int, n_classes: int | None = None) -> list:
         """``n_samples`` int arrays of shape (``sample_size``,): indices into the pool's labels ``y`` (int (m,),
-        codes 0..n-1) of the test samples, deterministic given ``seed``."""
+        codes 0..n-1) of the test samples, deterministic given ``seed``. Raises TypeError/ValueError naming the
+        argument for labels that are not class codes with every class present, sizes < 1 or a bad seed."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -285,6 +286,11 @@ class APP(Protocol):
     name = "app"
     description = "artificial prevalence protocol: QuaPy's grid of prevalences, 21 points per class"
     defaults = {"n_prevalences": 21}
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        if check_int(self.n_prevalences, "n_prevalences") < 2:
+            raise ValueError(f"n_prevalences must be >= 2 (the grid's points per class), got {self.n_prevalences}")
 
     def indices(self, y, sample_size, n_samples, seed, n_classes=None):
         n_samples = _pos_int(n_samples, "n_samples")
