@@ -11,9 +11,10 @@ logistic regression, with the chapter's thinned training conditions (:data:`FAMI
 repetitions and ``--n-samples`` test samples per condition, so that each method-against-Naive test has the power
 to see a difference of 0.01 in MAE. Families run in parallel (``--n-jobs`` processes).
 
-Writes ``book/measured/shift_cap_full_scale.csv``: one row per (family, method, test sample) with the sample's
-``trial``, ``sample_id`` (the pairing key), ``degree`` of shift, true and predicted accuracy and AE, after ``# ``
-header lines (title, command, parameters, commit, wall time, machine), which the chapter reads.
+Writes ``book/measured/shift_cap_full_scale.csv``: one row per (family, test sample) with the sample's ``trial``,
+``sample_id`` (with the family and trial, the pairing key), ``degree`` of shift and one column per method: its
+absolute error on the sample's accuracy; after ``# `` header lines (title, command, parameters, commit, wall time,
+machine), which the chapter reads. Run it on an empty ``--results`` folder for a wall time that covers every cell.
 """
 from __future__ import annotations
 
@@ -53,8 +54,10 @@ def run_family(name, params, args):
         df = grid.run_grid([args.dataset], ["lr"], args.methods, args.results, protocol=proto,
                            n_samples=args.n_samples, sample_size=args.sample_size, measures=("accuracy",),
                            seed=args.seed, n_jobs=1, progress=False)
-    cols = ["method", "trial", "sample_id", "degree", "true", "predicted", "ae"]
-    return df[cols].assign(family=name)[["family"] + cols], (proto.key(), df.attrs["cells"])
+    # wide: one row per test sample, one AE column per method (the file stays small), in the methods' order
+    wide = df.pivot_table(index=["trial", "sample_id", "degree"], columns="method", values="ae", sort=False)
+    wide = wide[[m for m in args.methods if m in wide.columns]].reset_index()
+    return wide.assign(family=name)[["family"] + list(wide.columns)], (proto.key(), df.attrs["cells"])
 
 
 def main() -> int:
@@ -87,9 +90,10 @@ def main() -> int:
               f"wall time: {wall:.0f} s with {args.n_jobs} processes (cells reused {cells['reused']}, computed "
               f"{cells['computed']}, failed {cells['failed']})",
               f"machine: {machine()}"]
-    write_recording(args.out, header, frame.round(6))
+    write_recording(args.out, header, frame.round(5))
     print("\n".join(portable(h) for h in header))
-    print(frame.groupby(["family", "method"], sort=False)["ae"].agg(["mean", "size"]).round(4).to_string())
+    print(frame.drop(columns=["trial", "sample_id", "degree"]).groupby("family", sort=False).agg(["mean", "size"])
+          .round(4).T.to_string())
     return 0
 
 
