@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from capshift import cli, experiment, grid
+from capshift import cli, evaluation, experiment, grid
 from capshift.experiment import run_experiment
 
 GRID = dict(datasets=["haberman", "cmc.1"], classifiers=["lr", "knn"], methods=["Naive", "LEAP_ACC", "S-LEAP_CC"])
@@ -34,15 +34,15 @@ class Interrupted(KeyboardInterrupt):
 
 
 class Counter:
-    """Wraps grid.method_frame: counts computed cells, and raises after ``fail_after`` of them."""
+    """Wraps grid.evaluate (one method on the contexts of a pair): counts computed cells, and raises after ``fail_after`` of them."""
 
     def __init__(self, fail_after=None):
-        self.calls, self.fail_after, self.real = [], fail_after, experiment.method_frame
+        self.calls, self.fail_after, self.real = [], fail_after, evaluation.evaluate
 
     def __call__(self, ctx, name, *args):
         if self.fail_after is not None and len(self.calls) == self.fail_after:
             raise Interrupted("simulated interruption")
-        self.calls.append((ctx.split.name, ctx.classifier, name))
+        self.calls.append((ctx[0].split.name, ctx[0].classifier, name))
         return self.real(ctx, name, *args)
 
 
@@ -69,7 +69,7 @@ def test_interrupted_run_resumes_to_the_same_frame(reference, tmp_path, monkeypa
     _, full = reference
     k = 4
     broken = Counter(fail_after=k)
-    monkeypatch.setattr(grid, "method_frame", broken)
+    monkeypatch.setattr(grid, "evaluate", broken)
     with pytest.raises(Interrupted):
         grid.run_grid(**GRID, results=tmp_path, **KW)
     assert len(cells(tmp_path)) == k  # every finished cell is on disk at once, nothing else
@@ -77,14 +77,14 @@ def test_interrupted_run_resumes_to_the_same_frame(reference, tmp_path, monkeypa
     kept = {p: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet")}
 
     again = Counter()
-    monkeypatch.setattr(grid, "method_frame", again)
+    monkeypatch.setattr(grid, "evaluate", again)
     resumed = grid.run_grid(**GRID, results=tmp_path, **KW)
     assert len(again.calls) == N_CELLS - k and not set(again.calls) & set(broken.calls)  # only the missing cells
     assert {p: p.stat().st_mtime_ns for p in kept} == kept  # finished cells are not rewritten
     pd.testing.assert_frame_equal(numbers(resumed), numbers(full))
 
     third = Counter()
-    monkeypatch.setattr(grid, "method_frame", third)
+    monkeypatch.setattr(grid, "evaluate", third)
     pd.testing.assert_frame_equal(grid.run_grid(**GRID, results=tmp_path, **KW), resumed)  # times too: all read
     assert third.calls == []
 
@@ -111,7 +111,7 @@ def test_changed_parameter_recomputes(reference, tmp_path, monkeypatch, change):
     else:
         kw.update(change)
     counter = Counter()
-    monkeypatch.setattr(grid, "method_frame", counter)
+    monkeypatch.setattr(grid, "evaluate", counter)
     before = set(cells(tmp_path))
     df = grid.run_grid(**grid_args, results=tmp_path, **kw)
     changed = ["LEAP_ACC"] if change == "method_params" else grid_args["methods"]
@@ -142,7 +142,7 @@ def test_cell_files_carry_their_key_and_a_foreign_or_damaged_file_is_recomputed(
     damaged = next(p for p in files if "__LEAP_ACC__" in p.name)
     damaged.write_bytes(damaged.read_bytes()[:100])
     counter = Counter()
-    monkeypatch.setattr(grid, "method_frame", counter)
+    monkeypatch.setattr(grid, "evaluate", counter)
     with pytest.warns(RuntimeWarning, match="ignoring results file .*__LEAP_ACC__.*checksum.*it is recomputed"):
         grid.run_grid(["haberman"], ["lr"], GRID["methods"], tmp_path, **KW)
     assert sorted(c[2] for c in counter.calls) == ["LEAP_ACC", "Naive"]
@@ -179,7 +179,7 @@ def test_cells_are_written_atomically(tmp_path, monkeypatch):
     assert not [p for p in tmp_path.iterdir() if p.suffix not in (".parquet", ".sha256")]  # the temporary file is gone
     monkeypatch.setattr(pq, "write_table", real_write)
     counter = Counter()
-    monkeypatch.setattr(grid, "method_frame", counter)
+    monkeypatch.setattr(grid, "evaluate", counter)
     grid.run_grid(["cmc.1"], ["lr"], ["Naive", "LEAP_ACC"], tmp_path, **KW)
     assert [c[2] for c in counter.calls] == ["LEAP_ACC"]
 
@@ -339,14 +339,14 @@ def test_an_interrupt_a_dependency_swallows_aborts_the_cell_and_the_run(tmp_path
 
 
 def test_a_hanging_cell_is_cut_at_its_budget_recorded_and_retried(reference, tmp_path, monkeypatch, capsys):
-    real = experiment.method_frame
+    real = evaluation.evaluate
 
     def hangs_on_leap_acc(ctx, name, *args):
-        if name == "LEAP_ACC" and ctx.split.name == "haberman":
+        if name == "LEAP_ACC" and ctx[0].split.name == "haberman":
             time.sleep(3600)
         return real(ctx, name, *args)
 
-    monkeypatch.setattr(grid, "method_frame", hangs_on_leap_acc)
+    monkeypatch.setattr(grid, "evaluate", hangs_on_leap_acc)
     small = dict(GRID, classifiers=["lr"])
     t0 = time.perf_counter()
     with pytest.warns(grid.FailedCellsWarning, match="haberman / lr / LEAP_ACC: time budget exceeded"):
@@ -374,23 +374,23 @@ def test_a_hanging_cell_is_cut_at_its_budget_recorded_and_retried(reference, tmp
         assert grid.load_results(tmp_path).attrs["failed"] == []
     record.write_text(good)
     # a raising cell is a failed cell too, with its reason; a re-run retries only the failed cells
-    monkeypatch.setattr(grid, "method_frame", Counter())
+    monkeypatch.setattr(grid, "evaluate", Counter())
     again = grid.run_grid(**small, results=tmp_path, cell_timeout=1.5, **KW)
-    assert grid.method_frame.calls == [("haberman", "lr", "LEAP_ACC")]
+    assert grid.evaluate.calls == [("haberman", "lr", "LEAP_ACC")]
     assert again.attrs["cells"] == {"reused": 5, "computed": 1, "failed": 0}
     assert not list(tmp_path.glob("*.failed.json"))  # the record goes when the cell is done
     pd.testing.assert_frame_equal(numbers(again), numbers(full[full.classifier == "lr"].reset_index(drop=True)))
 
 
 def test_a_raising_cell_is_recorded_with_its_reason(tmp_path, monkeypatch):
-    real = experiment.method_frame
+    real = evaluation.evaluate
 
     def raises(ctx, name, *args):
         if name == "Naive":
             raise RuntimeError("solver diverged")
         return real(ctx, name, *args)
 
-    monkeypatch.setattr(grid, "method_frame", raises)
+    monkeypatch.setattr(grid, "evaluate", raises)
     with pytest.warns(grid.FailedCellsWarning, match="Naive: RuntimeError: solver diverged"):
         df = grid.run_grid(["haberman"], ["lr"], ["Naive", "LEAP_ACC"], tmp_path, **KW)
     assert set(df.method) == {"LEAP_ACC"} and [f["reason"] for f in df.attrs["failed"]] == ["RuntimeError: solver diverged"]
@@ -467,7 +467,7 @@ def test_a_bad_results_path_is_refused_before_any_work(tmp_path, monkeypatch, ca
         if os.access(path, os.W_OK):  # root ignores permission bits: a read-only file system instead
             path = Path("/sys/kernel")
     counter = Counter()
-    monkeypatch.setattr(grid, "method_frame", counter)
+    monkeypatch.setattr(grid, "evaluate", counter)
     with pytest.raises(ValueError, match="results="):
         grid.run_grid(["haberman"], ["lr"], ["Naive"], path, **KW)
     assert counter.calls == []

@@ -161,6 +161,8 @@ def test_min_wilcoxon_p_is_scipys_floor():
         x = np.arange(1, n + 1, dtype=float)
         assert min_wilcoxon_p(n) == pytest.approx(wilcoxon(x, np.zeros(n)).pvalue)
     assert min_wilcoxon_p(5) == 0.0625 and min_wilcoxon_p(6) < 0.05
+    # thousands of pairs (a recorded run): the floor underflows to 0 instead of overflowing
+    assert min_wilcoxon_p(1000) == 2.0 ** -999 and min_wilcoxon_p(1650) == 0.0 and min_wilcoxon_p(1) == 1.0
     with pytest.raises(ValueError, match="positive"):
         min_wilcoxon_p(0)
 

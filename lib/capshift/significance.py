@@ -118,11 +118,13 @@ def min_wilcoxon_p(n: int) -> float:
     distribution, no ties or zero differences): ``2 / 2**n``, reached when every difference has the same sign.
 
     With ``n = 5`` pairs it is 0.0625, so no difference can be significant at 0.05 however large it is: a
-    table of such groups marks every method "not distinguishable from the best". Raises ValueError for n < 1.
+    table of such groups marks every method "not distinguishable from the best". Beyond about 1,075 pairs the
+    value is below the smallest float and 0.0 is returned (``2.0 ** (1 - n)``, which underflows where ``2 / 2**n``
+    would overflow). Raises ValueError for n < 1.
     """
     if int(n) != n or n < 1:
         raise ValueError(f"n must be a positive number of pairs, got {n!r}")
-    return min(1.0, 2.0 / 2.0 ** int(n))
+    return min(1.0, 2.0 ** (1 - int(n)))
 
 
 def against_reference(results: pd.DataFrame, reference: str, by="shift", pair=("trial", "sample_id"),
