@@ -554,3 +554,19 @@ def test_the_cli_runs_a_dataset_shift_family_resumably_with_its_parameters(tmp_p
     # a shift family refuses the LEAP datasets, naming the ones it runs on
     bad = subprocess.run(cmd[:5] + ["haberman"] + cmd[6:], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "marketing" in bad.stderr
+
+
+def test_the_cli_runs_every_dataset_shift_family_resumably(tmp_path):
+    # each registered shift family from the command line, small: computed once, then read back
+    from capshift import protocols
+
+    base = [sys.executable, "-m", "capshift", "run", "--datasets", "marketing", "--methods", "Naive", "--results",
+            str(tmp_path), "--protocol-param", "repeats", "1", "--protocol-param", "train_size", "300",
+            "--n-samples", "1", "--sample-size", "30", "--n-jobs", "1", "--no-progress"]
+    for name in protocols.names("shift"):
+        first = subprocess.run(base + ["--protocol", name], capture_output=True, text=True, timeout=300)
+        assert first.returncode == 0 and "0 cells reused, 1 computed" in first.stdout, (name, first.stderr)
+        again = subprocess.run(base + ["--protocol", name], capture_output=True, text=True, timeout=300)
+        assert "1 cells reused, 0 computed" in again.stdout, (name, again.stderr)
+    df = grid.load_results(tmp_path)
+    assert df["degree"].notna().all() and df["trial"].nunique() > 1
