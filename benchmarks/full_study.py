@@ -27,11 +27,12 @@ import pandas as pd
 from _recording import machine, portable
 
 from capshift import datasets, grid
-from capshift.experiment import STUDY_METHODS, pairwise_tests, shift_profile, study_record
+from capshift.experiment import AUTHORS_VARIANTS, STUDY_METHODS, pairwise_tests, shift_profile, study_record
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "book" / "measured" / "leap_study_full_scale.csv"
 CLASSIFIERS = ("lr", "knn", "svm", "mlp", "rf")
+AUTHORS_CLASSIFIERS = ("lr", "svm")  # the classifiers of the printed tables with DS, NN and L-CBPE (Tables 1-5, 9)
 
 
 def tree_rss(pid: int) -> int:
@@ -57,6 +58,28 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+def measured(cmd):
+    """Run ``cmd``; its wall time (s), peak memory of its process tree ([bytes]) and exit code."""
+    print("$", shlex.join(cmd), flush=True)
+    peak, done = [0], threading.Event()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd)
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss(proc.pid))
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    code = proc.wait()
+    wall = time.perf_counter() - t0
+    done.set()
+    watcher.join()
+    print(f"exit {code}, wall {wall:.0f} s, peak memory {peak[0] / 2**30:.2f} GiB", flush=True)
+    return wall, peak, code
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--results", required=True, help="results directory of the grid (resumable)")
@@ -73,30 +96,18 @@ def main() -> int:
            *args.classifiers, "--methods", *STUDY_METHODS, "--measures", "accuracy", "f1", "--n-samples",
            str(args.n_samples), "--sample-size", "100", "--results", args.results, "--n-jobs", str(args.n_jobs),
            "--no-progress"]
+    authors_cmd = cmd[:cmd.index("--classifiers") + 1] + list(AUTHORS_CLASSIFIERS) + ["--methods", *AUTHORS_VARIANTS] \
+        + cmd[cmd.index("--measures"):]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()  # the code the run starts with
     dirty = subprocess.run(["git", "status", "--porcelain", "lib"], cwd=ROOT, capture_output=True, text=True).stdout
     if args.record_only:
         wall, peak, commit, code, dirty = float(args.record_only[0]), [float(args.record_only[1]) * 2**30], \
             args.record_only[2], 0, ""
+        authors_wall = float("nan")
     else:
-        print("$", shlex.join(cmd), flush=True)
-        peak, done = [0], threading.Event()
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd)
-
-        def sample():
-            while not done.is_set():
-                peak[0] = max(peak[0], tree_rss(proc.pid))
-                time.sleep(0.2)
-
-        watcher = threading.Thread(target=sample, daemon=True)
-        watcher.start()
-        code = proc.wait()
-        wall = time.perf_counter() - t0
-        done.set()
-        watcher.join()
-        print(f"exit {code}, wall {wall:.0f} s, peak memory {peak[0] / 2**30:.2f} GiB", flush=True)
+        (wall, peak, code), (authors_wall, _, authors_code) = measured(cmd), measured(authors_cmd)
+        code = code or authors_code
     df = grid.load_results(args.results, n_samples=args.n_samples, sample_size=100, seed=0,
                            classifier=list(args.classifiers), method=list(STUDY_METHODS))
     names = sorted(set(df["dataset"]))
@@ -137,7 +148,20 @@ def main() -> int:
         f.write(f"# {header[0]}\n# mean AE by amount of shift (L1 distance between V's and the sample's prevalence), "
                 f"pooled over the datasets; see {args.out.name} for the command, commit and times\n")
         by_shift.to_csv(f, index=False, float_format="%.10g")
-    print(f"wrote {args.out} ({len(record)} rows), {pairs_out} ({len(pairs)} rows), {shift_out} ({len(by_shift)} rows)")
+    authors = grid.load_results(args.results, n_samples=args.n_samples, sample_size=100, seed=0,
+                                classifier=list(AUTHORS_CLASSIFIERS), method=list(AUTHORS_VARIANTS))
+    authors_out = args.out.with_name(args.out.stem + "_authors.csv")
+    with open(authors_out, "w") as f:
+        f.write(f"# capshift: the paper's DS, NN and L-CBPE as the LEAP authors' code computes them "
+                f"(capshift.experiment.AUTHORS_VARIANTS), {' and '.join(AUTHORS_CLASSIFIERS)}, the same datasets, samples "
+                f"and measures as {args.out.name}, measured {date.today()}\n"
+                f"# command: {portable(shlex.join(authors_cmd))}  (driver: python benchmarks/full_study.py)\n"
+                f"# commit: {commit}; wall time of this invocation: {authors_wall:.0f} s; machine: {machine()}\n"
+                "# columns as in the study record; best and pvalue compare these three methods only\n")
+        study_record(authors, {d: datasets.REGISTRY[d].task for d in set(authors["dataset"])}).to_csv(
+            f, index=False, float_format="%.10g")
+    print(f"wrote {args.out} ({len(record)} rows), {pairs_out} ({len(pairs)} rows), {shift_out} ({len(by_shift)} rows), "
+          f"{authors_out}")
     return code
 
 

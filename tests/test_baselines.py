@@ -480,3 +480,42 @@ def test_leakage_test_catches_a_method_that_reads_test_labels(german_context, mo
     frames = _runs_with_other_labels(german_context, "LeakyCBPE", _LeakyCBPE, {"calibration": None}, monkeypatch)
     for other in frames[1:]:
         assert not np.array_equal(other["predicted"].to_numpy(), frames[0]["predicted"].to_numpy())
+
+
+# -- the paper's baselines as the authors' code computes them (issue 30) -----------------------
+def test_column_normalised_by_hand():
+    C = np.array([[0.3, 0.1, 0.0],
+                  [0.1, 0.3, 0.0],
+                  [0.0, 0.2, 0.0]])  # class 2 never predicted: its column stays 0
+    expected = np.array([[0.75, 1 / 6, 0.0],
+                         [0.25, 0.5, 0.0],
+                         [0.0, 1 / 3, 0.0]]) / 2  # two non-empty columns
+    np.testing.assert_allclose(baselines.column_normalised(C), expected, atol=1e-15)
+    assert accuracy(baselines.column_normalised(C)) == pytest.approx((0.75 + 0.5) / 2)  # mean precision, not 0.6
+    np.testing.assert_allclose(baselines.column_normalised(np.stack([C, C])), [expected, expected], atol=1e-15)
+
+
+def test_authors_variants_by_hand(problem):
+    h, X_V, y_V, X_U, y_U = problem
+    rng = np.random.default_rng(5)
+    samples = [X_U[rng.choice(len(y_U), 100, replace=False)] for _ in range(6)]
+    # DS/NN-authors: the accuracy regression, reported whatever the measure
+    for name, base in (("DS-authors", "DS"), ("NN-authors", "NN")):
+        a = registry.make_method(name, h).fit(X_V, y_V)
+        b = registry.make_method(base, h).fit(X_V, y_V)
+        np.testing.assert_array_equal(a.predict_batch(samples, "f1"), b.predict_batch(samples, "accuracy"))
+        np.testing.assert_array_equal(a.predict_batch(samples, "accuracy"), b.predict_batch(samples, "accuracy"))
+        assert not np.allclose(b.predict_batch(samples, "macro_f1"), b.predict_batch(samples, "accuracy"))
+    # L-CBPE-authors: L-CBPE's table, each column scaled to 1
+    a = registry.make_method("L-CBPE-authors", h).fit(X_V, y_V)
+    b = registry.make_method("L-CBPE", h).fit(X_V, y_V)
+    np.testing.assert_allclose(a.predict_table_batch(samples),
+                               baselines.column_normalised(b.predict_table_batch(samples)), atol=1e-12)
+
+
+def test_authors_options_refuse_other_values(problem):
+    h, X_V, y_V, _, _ = problem
+    with pytest.raises(ValueError, match="regress must be one of"):
+        DS(h, regress="f1").fit(X_V, y_V)
+    with pytest.raises(ValueError, match="table must be one of"):
+        CBPE(h, table="rows").fit(X_V, y_V)

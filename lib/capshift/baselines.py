@@ -57,7 +57,7 @@ from .tables import contingency_table, get_measure, true_prevalence
 
 __all__ = ["Naive", "ATC", "DoC", "DS", "NN", "CBPE", "COT", "RCA", "RCAStar",
            "check_posteriors", "max_confidence", "negative_entropy", "atc_threshold", "dispersion_score",
-           "nuclear_norm_score", "cbpe_table", "cot_accuracy", "temperature_scale", "classwise_calibration_error",
+           "nuclear_norm_score", "cbpe_table", "column_normalised", "cot_accuracy", "temperature_scale", "classwise_calibration_error",
            "lascal_calibration_error", "lascal_temperature", "rlls_weights", "LASCAL_TEMPERATURES"]
 # check_posteriors (capshift.validation) and the calibration functions (capshift.calibration, where they live since
 # issue 29) are re-exported here under their old address.
@@ -162,6 +162,26 @@ def cbpe_table(P, y_pred, n_classes: int) -> np.ndarray:
     return P.T @ onehot / P.shape[0]
 
 
+def column_normalised(C) -> np.ndarray:
+    """The LEAP authors' CBPE table: each column of ``C`` scaled to sum to 1, then the whole to sum to 1.
+
+    ``C`` float (..., n, n), rows true, columns predicted. A column j becomes the mean posterior of the items
+    predicted as j (an estimate of the precision profile of class j), whatever the fraction of the sample
+    predicted as j; empty columns stay 0; the result is divided by the number of non-empty columns so that
+    it sums to 1 and :func:`capshift.tables.accuracy` reads it. Its trace is then the mean over the predicted
+    classes of the estimated precision, not the accuracy (it equals the accuracy only when every class is
+    predicted equally often). The authors' code does this (github.com/lorenzovolpi/LEAP,
+    ``leap/commons/cont_table.py``, the CBPE table normalised per column) and reports measures from it; it
+    reproduces the paper's L-CBPE columns (LEAP 2025 Table 4, cmc.2 F1: paper .372, this .377, the joint
+    table .118). Registered as ``L-CBPE-authors``; not an estimate of h's contingency table.
+    """
+    C = np.asarray(C, dtype=float)
+    cols = C.sum(axis=-2, keepdims=True)
+    Cn = np.divide(C, cols, out=np.zeros_like(C), where=cols > 0)
+    used = (cols > 0).sum(axis=-1, keepdims=True)
+    return Cn / np.maximum(used, 1)
+
+
 def cot_accuracy(P, label_prev) -> float:
     """COT accuracy estimate (Lu et al., NeurIPS 2023, Sect. 3): one minus the optimal transport cost.
 
@@ -253,6 +273,13 @@ class _RegressionBaseline(_PosteriorBaseline):
     and their scores, tables and the regressor of each measure are cached per size (``val_scores_``,
     ``val_tables_``: dicts keyed by size; ``regressors_`` keyed by (size, measure)). An int
     ``val_sample_size`` fixes the size (drawn at fit); test samples of another size are then refused.
+
+    ``regress``: "measure" (default) trains the regressor on the measure asked for; "accuracy" trains it on
+    accuracy and returns that estimate whatever the measure, as the LEAP authors' code does for its
+    table-free baselines (github.com/lorenzovolpi/LEAP, ``leap/models/direct.py``: the regressor is fitted
+    on accuracy and its output reported under every measure). That is how the paper's F1 columns of DS and
+    NN were computed (LEAP 2025 Tables 4-5: DS on cmc.2, F1, paper .316; ``"measure"`` gives about .06,
+    ``"accuracy"`` about .33). Registered as ``DS-authors`` and ``NN-authors``; not an estimate of F1.
     """
 
     estimates_tables = False
@@ -263,15 +290,21 @@ class _RegressionBaseline(_PosteriorBaseline):
             return 2, "it splits V in two halves stratified by class, each needing every class"
         return super().evidence()
 
+    #: The accepted values of ``regress``.
+    REGRESS = ("measure", "accuracy")
+
     def __init__(self, classifier, measure="accuracy", n_val_samples=100, val_sample_size=None, regressor=None,
-                 clip=True, random_state=None):
+                 clip=True, random_state=None, regress="measure"):
         super().__init__(classifier, measure, random_state)
         self.n_val_samples = n_val_samples
         self.val_sample_size = val_sample_size
         self.regressor = regressor
         self.clip = clip
+        self.regress = regress
 
     def _fit_posteriors(self, X_val, y_val, P_val):
+        if self.regress not in self.REGRESS:
+            raise ValueError(f"regress must be one of {list(self.REGRESS)}, got {self.regress!r}")
         n = self.n_classes_
         check_int(self.n_val_samples, "n_val_samples", min_value=2)
         if self.val_sample_size is not None:
@@ -327,7 +360,7 @@ class _RegressionBaseline(_PosteriorBaseline):
         return pred
 
     def _values(self, samples, post, measure, prevalences):
-        f = get_measure(measure)
+        f = get_measure("accuracy" if self.regress == "accuracy" else measure)
         sizes = np.array([X.shape[0] for X in samples])
         if self.val_sample_size is not None and np.any(sizes != self.val_sample_size):
             i = int(np.flatnonzero(sizes != self.val_sample_size)[0])
@@ -461,12 +494,12 @@ class DS(_RegressionBaseline):
     regressor (default LinearRegression; LEAP 2025, Sect. 5.5) maps the score of
     ``n_val_samples`` UPP samples of V (``val_sample_size`` items each) to the measure; the score
     grows with the sample size (it sums over items), so ``val_sample_size`` should equal the test
-    sample size. Parameters as :class:`DoC`, plus ``space``.
+    sample size. Parameters as :class:`DoC` (including ``regress``), plus ``space``.
     """
 
     def __init__(self, classifier, measure="accuracy", space="features", n_val_samples=100, val_sample_size=None,
-                 regressor=None, clip=True, random_state=None):
-        super().__init__(classifier, measure, n_val_samples, val_sample_size, regressor, clip, random_state)
+                 regressor=None, clip=True, random_state=None, regress="measure"):
+        super().__init__(classifier, measure, n_val_samples, val_sample_size, regressor, clip, random_state, regress)
         self.space = space
 
     def reads_from_h(self) -> tuple:
@@ -565,6 +598,9 @@ class CBPE(_PosteriorBaseline):
     ----------
     classifier : fitted classifier with ``predict_proba``
     calibration : None, "bcts", "sld", "sld-bcts" or "lascal" (ValueError at fit otherwise)
+    table : "joint" (default, :func:`cbpe_table`: sums to 1, trace = the estimated accuracy) or
+        "column-normalised" (:func:`column_normalised`: the LEAP authors' table, ``L-CBPE-authors``; ValueError
+        at fit otherwise)
     measure, random_state : as in :class:`capshift.base.CAPEstimator` (the method is deterministic)
 
     Attributes (BCTS variants and ``"sld"``): ``calibrator_`` (the fitted :class:`capshift.calibration.BCTS` of
@@ -585,11 +621,17 @@ class CBPE(_PosteriorBaseline):
     #: The accepted values of ``calibration`` (see the class docstring's table).
     CALIBRATIONS = (None, "bcts", "sld", "sld-bcts", "lascal")
 
-    def __init__(self, classifier, calibration="sld-bcts", measure="accuracy", random_state=None):
+    #: The accepted values of ``table``.
+    TABLES = ("joint", "column-normalised")
+
+    def __init__(self, classifier, calibration="sld-bcts", measure="accuracy", random_state=None, table="joint"):
         super().__init__(classifier, measure, random_state)
         self.calibration = calibration
+        self.table = table
 
     def _fit_posteriors(self, X_val, y_val, P_val):
+        if self.table not in self.TABLES:
+            raise ValueError(f"table must be one of {list(self.TABLES)}, got {self.table!r}")
         if not (self.calibration is None or (isinstance(self.calibration, str) and self.calibration in self.CALIBRATIONS)):
             raise ValueError(f"calibration must be one of {list(self.CALIBRATIONS)}, got {self.calibration!r}")
         self.calibrator_, self.train_prevalence_, self.bcts_, self.floor_ = None, None, False, None
@@ -654,7 +696,8 @@ class CBPE(_PosteriorBaseline):
         if self.calibration == "lascal":
             for m in sorted({P.shape[0] for P in post}):
                 self._lascal_self_check(m)
-        return np.stack([cbpe_table(self.calibrate(P), P.argmax(axis=1), self.n_classes_) for P in post])
+        tables = np.stack([cbpe_table(self.calibrate(P), P.argmax(axis=1), self.n_classes_) for P in post])
+        return tables if self.table == "joint" else column_normalised(tables)
 
     #: LasCal's self-check: number of IID subsamples of V per sample size.
     _LASCAL_CHECKS = 16

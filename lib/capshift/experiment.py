@@ -45,7 +45,7 @@ from .shift_experiments import (SHIFT_CAP_METHODS, SHIFT_GRID, SHIFT_QUANTIFIERS
                                 run_shift_cap, run_shift_quantifiers)
 from .significance import significance, wilcoxon_marks
 
-__all__ = ["DEFAULT_METHODS", "RESULT_COLUMNS", "STUDY_METHODS", "RECORD_COLUMNS", "study_record",
+__all__ = ["DEFAULT_METHODS", "RESULT_COLUMNS", "STUDY_METHODS", "AUTHORS_VARIANTS", "RECORD_COLUMNS", "study_record",
            "pairwise_tests", "SHIFT_BINS", "shift_profile", "RunContext", "check_run_args", "prepare", "method_frame",
            "make_method", "run_experiment", "run_tables", "run_many", "summarise", "quacc_train_prevalences",
            "run_quacc_protocol", "configuration_study",
@@ -201,6 +201,11 @@ def summarise(results: pd.DataFrame, by=("dataset", "method")) -> pd.DataFrame:
 #: paper's L-CBPE (plain CBPE, BCTS only, SLD only, SLD after BCTS: the ablation of the experiments chapter).
 STUDY_METHODS = ("Naive", "ATC", "DoC", "DS", "L-CBPE", "NN", "Q-COT", "LEAP_ACC", "LEAP_KDEy", "S-LEAP_KDEy",
                  "O-LEAP_KDEy", "CBPE", "BCTS-CBPE", "SLD-CBPE-raw", "SLD-CBPE")
+#: The paper's baselines as the LEAP authors' code computes them (issue 30), registered name -> the paper's name:
+#: the table-free DS and NN report their accuracy regression under every measure, L-CBPE's table is normalised
+#: per column (:func:`capshift.baselines.column_normalised`). Run beside STUDY_METHODS for the LR and SVM tables and
+#: compared with the printed cells through ``reference.compare_record(..., aliases=AUTHORS_VARIANTS)``.
+AUTHORS_VARIANTS = {"DS-authors": "DS", "NN-authors": "NN", "L-CBPE-authors": "L-CBPE"}
 #: Columns of :func:`study_record`.
 RECORD_COLUMNS = ["classifier", "task", "measure", "dataset", "method", "mean", "std", "n", "best", "pvalue",
                   "cell_seconds", "prepare_seconds"]

@@ -116,6 +116,11 @@ register("SLD-CBPE", CBPE, "baseline", calibration="sld-bcts")
 register("BCTS-CBPE", CBPE, "baseline", calibration="bcts")  # the ablation's variants (issue 24): BCTS only,
 register("SLD-CBPE-raw", CBPE, "baseline", calibration="sld")  # and SLD's EM on h's raw posteriors
 register("L-CBPE", CBPE, "baseline", calibration="lascal")
+# The paper's baselines as the authors' code computes them (issue 30): table-free baselines report their
+# accuracy regression under every measure; L-CBPE's table normalised per column. For fidelity tables only.
+register("DS-authors", DS, "baseline", regress="accuracy")
+register("NN-authors", NN, "baseline", regress="accuracy")
+register("L-CBPE-authors", CBPE, "baseline", calibration="lascal", table="column-normalised")
 register("COT", COT, "baseline", quantifier=None)
 register("Q-COT", COT, "baseline", quantifier="kdey")
 register("RCA", RCA, "baseline")
