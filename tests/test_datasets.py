@@ -108,6 +108,13 @@ def test_sklearn_copies_are_uci_rows_in_uci_order():
         D.load_raw("haberman", source="sklearn")
 
 
+def test_auto_source():
+    assert [D.auto_source(n) for n in ("iris.2", "wine.3", "wdbc", "haberman", "letter", "pageblocks.5", "imdb")] == \
+        ["sklearn", "sklearn", "sklearn", "keel", "keel", "uci", "imdb"]
+    with pytest.raises(ValueError, match="unknown dataset"):
+        D.auto_source("iris")
+
+
 def test_tictactoe_in_uci_order():
     X, y, _ = D.load_raw("tictactoe")
     # UCI's tic-tac-toe.data: the 626 boards x wins (label positive = 0 here) first, the first one x,x,x,x,o,o,x,o,o

@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from capshift import reference as R
@@ -233,3 +234,43 @@ def test_paper_group_effect_is_the_papers_gap_between_the_two_bests():
     sub = pub.loc[["haberman", "cmc.1"]].mean()
     assert n == 2 and eff == pytest.approx(sub[list(R.PAPER_BASELINES)].min() - sub[list(R.LEAP_KDEY)].min())
     assert R.paper_group_effect(R.LEAP_KDEY, ["Naive"], classifier="RF") == (pytest.approx(float("nan"), nan_ok=True), 0)
+
+
+def _record_from_paper(offsets):
+    """A study record for LR, binary, accuracy: the paper's Table 1 cells plus ``offsets[(dataset, method)]``."""
+    pub = R.paper_values("leap2025", "acc", "LR", "binary")
+    rows = []
+    for (d, m), off in offsets.items():
+        rows.append(dict(classifier="lr", task="binary", measure="accuracy", dataset=d, method=m,
+                         mean=pub.loc[(d, m), "mean"] + off, std=0.1, best=False, pvalue=1.0))
+    return pd.DataFrame(rows)
+
+
+def test_fidelity_counts_by_hand():
+    ds, ms = ["haberman", "iris.2", "wdbc"], ["Naive", "ATC", "DoC", "LEAP_ACC"]
+    off = {(d, m): 0.0 for d in ds for m in ms}
+    off["haberman", "Naive"] = 0.03   # out of the band; Naive's average moves by .01 (inside, at the edge)
+    off["iris.2", "ATC"] = 0.0104     # inside: 0.01 plus half the last printed digit
+    off["wdbc", "DoC"] = -0.0106      # outside
+    f = R.fidelity(_record_from_paper(off), "lr", "binary", "accuracy", paper="leap2025")
+    assert (f["n_cells"], f["cells_within"]) == (12, 10)
+    assert (f["n_averages"], f["averages_within"], f["n_datasets"]) == (4, 4, 3)
+    same = R.fidelity(_record_from_paper({k: 0.0 for k in off}), "lr", "binary", paper="leap2025")
+    assert same["rho"] == pytest.approx(1.0) and same["cells_within"] == 12
+    flipped = _record_from_paper({k: 0.0 for k in off})
+    flipped["mean"] = 1 - flipped["mean"]  # the reverse order of the methods' averages
+    assert R.fidelity(flipped, "lr", "binary", paper="leap2025")["rho"] == pytest.approx(-1.0)
+    aliased = R.fidelity(_record_from_paper(off).replace({"method": {"DoC": "DoC-x"}}), "lr", "binary",
+                         paper="leap2025", aliases={"DoC-x": "DoC"})
+    assert aliased["cells_within"] == 10
+    with pytest.raises(ValueError, match="tol"):
+        R.fidelity(_record_from_paper(off), "lr", "binary", paper="leap2025", tol=0)
+
+
+def test_authors_runs():
+    r = R.authors_runs("lr", "binary")
+    assert len(r) == 29 and r.loc["iris.2", "h_acc_on_V"] == pytest.approx(0.698113, abs=1e-4)
+    assert set(r.columns) >= {"h_acc_on_V", "mean_true_acc", "std_true_acc", "naive_mean_ae"}
+    assert len(R.authors_runs("SVM", "multiclass")) == 21
+    with pytest.raises(ValueError, match="classifier"):
+        R.authors_runs("rf")

@@ -45,7 +45,7 @@ from sklearn.preprocessing import StandardScaler
 from .validation import check_seed
 from .shift import binarise
 
-__all__ = ["DatasetInfo", "REGISTRY", "TEXT_DATASETS", "DatasetUnavailableError", "names", "load_raw",
+__all__ = ["DatasetInfo", "REGISTRY", "TEXT_DATASETS", "DatasetUnavailableError", "names", "auto_source", "load_raw",
            "ShiftDatasetInfo", "SHIFT_DATASETS", "ShiftData", "load_shift", "MARKETING_ATTRIBUTES",
            "load_pools", "rcv1_parent", "rcv1_children", "Split", "load", "MIN_CLASS_SUPPORT", "MAX_TRAIN",
            "CACHE_DIR"]
@@ -119,7 +119,8 @@ _BINARY = [  # LEAP 2025 Table 1, row order
     _b("german", 144, 1, "german", note="1 = good credit (700/1000, same coding in KEEL). KEEL/UCI german.data has "
                                         "13 categorical attributes (one-hot here); QuaPy used german.data-numeric "
                                         "(24 numeric attributes), so features differ from the paper's."),
-    _b("tictactoe", 101, "negative", "tic-tac-toe", note="cells coded o=0, b=1, x=2 as in QuaPy."),
+    _b("tictactoe", 101, "negative", "tic-tac-toe", note="cells coded o=0, b=1, x=2 as in QuaPy; KEEL's rows put "
+                                                          "back in UCI's order."),
     _b("mammographic", 161, 1, "mammographic", note="1 = malignant; rows with missing values removed (830 of 961)."),
     _b("transfusion", 176, 1),
     _b("breast-cancer", 15, 2, "wisconsin", note="Breast Cancer Wisconsin (Original): 2 = benign (444 of 683), "
@@ -127,18 +128,19 @@ _BINARY = [  # LEAP 2025 Table 1, row order
                                                  "with missing values removed (also by QuaPy)."),
     _b("balance.1", 12, "L"),
     _b("balance.3", 12, "R"),
-    _b("wdbc", 17, "M", "wdbc", note="M = malignant. KEEL values are rounded to 3 decimals."),
+    _b("wdbc", 17, "M", "wdbc", note="M = malignant. Offline from scikit-learn's copy (load_breast_cancer: UCI's "
+                                     "rows and order); KEEL's is rounded to 3 decimals and in another order."),
     _b("ionosphere", 52, "b", "ionosphere",
        note="b = bad. KEEL drops UCI's constant attribute 2 (33 features, UCI 34)."),
     _b("haberman", 43, 2, "haberman", "imbalanced", note="2 = died within 5 years; KEEL codes it 'positive' "
                                                         "(81 of 306) and 1 as 'negative'."),
     _b("spectf", 96, 0),
     _b("sonar", 151, "R", "sonar", note="R = rock."),
-    _b("wine.1", 109, 1, "wine"),
-    _b("wine.2", 109, 2, "wine"),
-    _b("wine.3", 109, 3, "wine"),
-    _b("iris.2", 53, "Iris-versicolor", "iris"),
-    _b("iris.3", 53, "Iris-virginica", "iris"),
+    *[_b(f"wine.{k}", 109, k, "wine", note="offline from scikit-learn's copy (load_wine: UCI's rows and order).")
+      for k in (1, 2, 3)],
+    *[_b(f"iris.{k}", 53, c, "iris", note="offline from scikit-learn's copy (load_iris: UCI's order, with the two "
+                                          "corrections of UCI's iris.data that UCI documents).")
+      for k, c in ((2, "Iris-versicolor"), (3, "Iris-virginica"))],
 ]
 _MULTICLASS = [  # LEAP 2025 Table 2, row order
     _m("poker-hand", 158, note="card attributes S1..C5 one-hot encoded (drop-first), as in QuaPy."),
@@ -339,6 +341,16 @@ def _read_uci(key: str, info: DatasetInfo, cache_dir) -> tuple[pd.DataFrame, pd.
     if T is None or (T.shape[1] != 1 and info.uci_id not in _UCI_TARGET):
         raise _unavailable(key, info, "its ucimlrepo entry has no single target column")
     return X, T[_UCI_TARGET[info.uci_id]] if info.uci_id in _UCI_TARGET else T.iloc[:, 0]
+
+
+def auto_source(name: str) -> str:
+    """The source ``source="auto"`` loads dataset ``name`` from: "sklearn" (iris.*, wine.*, wdbc), "keel" (another
+    dataset with an offline KEEL copy), "uci" (online), or the text loader ("imdb", "rcv1") of a QuAcc dataset.
+    Raises ValueError for an unknown name."""
+    key, info = _info(name)
+    if info.paper == "quacc":
+        return info.source
+    return "sklearn" if info.name in _SKLEARN else "keel" if info.offline else "uci"
 
 
 def load_raw(name: str, source: str = "auto", cache_dir=None):

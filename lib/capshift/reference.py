@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy.stats import wilcoxon
+from scipy.stats import spearmanr, wilcoxon
 
 from .validation import check_fraction
 from .datasets import REGISTRY
@@ -23,7 +23,7 @@ __all__ = ["TABLES", "PAPERS", "paper_table", "paper_values", "compare", "side_b
            "marked_comparison",
            "dataset_shift_tables", "interval_table", "compare_record", "recorded_pvalue", "group_verdict",
            "leap_kdey_verdict", "results_group_verdict", "paper_group_effect", "LEAP_KDEY", "BASELINES",
-           "PAPER_BASELINES", "DEFAULT_EFFECT"]
+           "PAPER_BASELINES", "DEFAULT_EFFECT", "authors_runs", "fidelity"]
 
 TABLES = {
     "leap2025_table1": "leap2025_table1_LR_binary_acc.csv",
@@ -353,6 +353,60 @@ def compare_record(record: pd.DataFrame, classifier: str, task: str, measure: st
     avg = s.groupby("method", sort=False).agg(mean=("mean", "mean"), paper_mean=("paper_mean", "mean")).reset_index()
     avg = avg.assign(dataset="Average (datasets shared)", n_datasets=len(shared))
     return pd.concat([out.assign(n_datasets=1), avg], ignore_index=True)
+
+
+def fidelity(record: pd.DataFrame, classifier: str, task: str, measure: str = "accuracy",
+             paper: str = "leap2025repo", aliases: dict | None = None, tol: float = 0.01) -> dict:
+    """How close one recorded table is to a published one, cell by cell and per method (issue 30's scorecard).
+
+    Arguments as :func:`compare_record`; ``tol`` (float > 0, default 0.01) the agreement band of a mean AE.
+    Returns a dict: ``n_cells`` (the (dataset, method) cells both have), ``cells_within`` (of them, those with
+    ``|ours - published| <= tol``), ``n_averages`` / ``averages_within`` (the same for the per-method averages over
+    the datasets shared, :func:`compare_record`'s Average rows), ``rho`` (Spearman's rank correlation of the two
+    orderings of the methods by their average; NaN with fewer than 3 methods) and ``n_datasets`` (shared). A
+    published cell that rounds to 3 decimals counts as within when the difference is ``tol`` plus half its last
+    digit. Raises ValueError as :func:`compare_record`, or for ``tol`` not in (0, 1].
+    """
+    tol = check_fraction(tol, "tol")
+    if tol == 0:
+        raise ValueError("tol must be > 0, got 0")
+    c = compare_record(record, classifier, task, measure, paper=paper, aliases=aliases)
+    avg = c[c["dataset"] == "Average (datasets shared)"]
+    cells = c[(c["dataset"] != "Average (datasets shared)") & c["paper_mean"].notna()]
+    band = tol + 5e-4 + 1e-12
+    rho = spearmanr(avg["mean"], avg["paper_mean"]).statistic if len(avg) >= 3 else float("nan")
+    return {"n_cells": int(len(cells)), "cells_within": int(((cells["mean"] - cells["paper_mean"]).abs() <= band).sum()),
+            "n_averages": int(len(avg)), "averages_within": int(((avg["mean"] - avg["paper_mean"]).abs() <= band).sum()),
+            "rho": float(rho), "n_datasets": int(avg["n_datasets"].iloc[0]) if len(avg) else 0}
+
+
+def authors_runs(classifier: str = "LR", task: str = "binary") -> pd.DataFrame:
+    """The LEAP authors' own runs, summarised per dataset (github.com/lorenzovolpi/LEAP at commit ``c261937``,
+    ``output/data``: per test sample, the true and estimated accuracy; package data
+    ``leap_repo_runs_c261937.csv``).
+
+    ``classifier``: "LR", "kNN", "SVM" or "MLP" (or capshift's "lr", "knn", "svm", "mlp"); ``task``: "binary" or
+    "multiclass". Returns a DataFrame indexed by dataset (the paper's names) with columns ``n_samples`` (1000),
+    ``train_prev``, ``val_prev`` (prevalence of the positive class in L and V; binary), ``h_acc_on_V`` (h's
+    accuracy on V), ``mean_true_acc``, ``std_true_acc`` (h's true accuracy over the 1000 UPP samples of 100 items)
+    and ``naive_mean_ae`` (Naive's mean AE), all float. Where our h's accuracy on V equals ``h_acc_on_V``, L, V
+    and h are the authors'. Raises ValueError for another classifier or task.
+    """
+    clf = _CLASSIFIER.get(classifier, classifier)
+    df = _read_runs()
+    if clf not in set(df["classifier"]):
+        raise ValueError(f"classifier must be one of {sorted(set(df['classifier']))}, got {classifier!r}")
+    if task not in set(df["setting"]):
+        raise ValueError(f"task must be 'binary' or 'multiclass', got {task!r}")
+    d = df[(df["classifier"] == clf) & (df["setting"] == task)]
+    return d.drop(columns=["setting", "classifier"]).set_index("dataset")
+
+
+@lru_cache(maxsize=None)
+def _read_runs() -> pd.DataFrame:
+    path = importlib.resources.files("capshift") / "data" / "paper" / "leap_repo_runs_c261937.csv"
+    with importlib.resources.as_file(path) as p:
+        return pd.read_csv(p)
 
 
 def recorded_pvalue(pairs: pd.DataFrame, classifier: str, task: str, measure: str, a: str, b: str) -> float:
