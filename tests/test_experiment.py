@@ -252,6 +252,30 @@ def test_the_recorded_study_summarises_its_own_rows():
         assert row.mean_b == pytest.approx(avg[(row.classifier, row.task, row.measure, row.method_b)], rel=1e-8)
 
 
+def test_the_recorded_authors_variants_agree_with_the_study_where_they_must():
+    """book/measured/leap_study_full_scale_authors.csv (DS, NN, L-CBPE as the authors' code computes them): on
+    accuracy, DS-authors and NN-authors are DS and NN (the same regression), cell by cell; on F1 they are not; and
+    L-CBPE-authors (L-CBPE's table normalised per column) differs from L-CBPE on F1."""
+    from pathlib import Path
+    from capshift.experiment import AUTHORS_VARIANTS, RECORD_COLUMNS
+    root = Path(__file__).resolve().parents[1] / "book" / "measured"
+    rec = pd.read_csv(root / "leap_study_full_scale.csv", comment="#")
+    path = root / "leap_study_full_scale_authors.csv"
+    header = [line for line in path.read_text().splitlines() if line.startswith("#")]
+    assert any("command: " in line for line in header) and any("commit: " in line for line in header)
+    auth = pd.read_csv(path, comment="#")
+    assert list(auth.columns) == RECORD_COLUMNS and set(auth.method) == set(AUTHORS_VARIANTS)
+    assert sorted(set(auth.classifier)) == ["lr", "svm"]
+    keys = ["classifier", "task", "measure", "dataset"]
+    for variant, base in AUTHORS_VARIANTS.items():
+        a = auth[auth.method == variant].set_index(keys)["mean"]
+        b = rec[rec.method == base].set_index(keys)["mean"].reindex(a.index)
+        acc = a.index.get_level_values("measure") == "accuracy"
+        if base in ("DS", "NN"):
+            np.testing.assert_allclose(a[acc], b[acc], rtol=1e-12)
+        assert not np.allclose(a[~acc], b[~acc], atol=1e-3), variant
+
+
 def test_shift_profile_pools_the_samples_by_amount_of_shift():
     from capshift import datasets
     from capshift.experiment import shift_profile

@@ -83,7 +83,13 @@ def context(split, h, idx, classifier: str = "", seed: int = 0, labels=None, ref
     ``labels``: the samples' true labels (default ``split.y_U[idx[s]]``); ``reference``: the prevalence the
     amount of shift is measured from (default V's); ``parameters``: an optional DataFrame of k rows describing
     the samples (a shift protocol's conditions). h is applied to U once (``predict``, and ``predict_proba``
-    when it has one). Raises ValueError if ``labels`` or ``parameters`` do not have one entry per sample."""
+    when it has one).
+
+    ``split``: a :class:`capshift.datasets.Split` with n classes; ``h``: fitted on its L; ``idx``: k int arrays of
+    row positions into U (one per sample, any lengths). The context's arrays: ``true_tables`` float (k, n, n)
+    (C[i, j]: fraction of the sample of true class i predicted as j), ``true_prev`` and ``gamma`` float (k, n)
+    (true and predicted prevalences), ``shift`` float (k,) (L1 distance from ``reference``), ``post_U`` float
+    (|U|, n) or None. Raises ValueError if ``labels`` or ``parameters`` do not have one entry per sample."""
     n = split.n_classes
     k = len(idx)
     labels = [split.y_U[i] for i in idx] if labels is None else list(labels)
@@ -105,8 +111,10 @@ def context(split, h, idx, classifier: str = "", seed: int = 0, labels=None, ref
 def trial_split(trial, val_prop: float, seed: int, name: str = "trial"):
     """A dataset-shift trial (:class:`capshift.shift.Trial`) as an L / V / U split: its training sample divided,
     stratified by label and seeded, into L and V (``val_prop`` of it), U its test pool. Returns ``(split, idx,
-    labels)``: a :class:`capshift.datasets.Split` (binary, named ``name``), the samples' indices into U and their
-    true labels under the test condition (they differ from the pool's under concept shift)."""
+    labels)``: a :class:`capshift.datasets.Split` (binary, named ``name``), the samples' indices into U (a list of
+    int arrays) and their true labels under the test condition (a list of int arrays of the same lengths; they
+    differ from the pool's under concept shift). ``val_prop`` in (0, 1); ``seed`` an int. Raises ValueError (from
+    scikit-learn's ``train_test_split``) when the training sample has a class with fewer than 2 items."""
     X, y = trial.train.Xy
     tr, va = train_test_split(np.arange(len(y)), test_size=val_prop, stratify=y, random_state=seed)
     pool = trial.test.data

@@ -360,6 +360,9 @@ class TransductiveSelector(BaseEstimator):
             raise ValueError(f"method {spec.name!r} does not estimate measure={self.measure!r}; it estimates "
                              f"{list(probe.supported_measures)}")
         qname = spec.params.get("quantifier")
+        # The rule of capshift.evaluation.shared_quantifier (the (gamma, q-hat) path, a named quantifier), narrowed
+        # to the quantifiers that read only x: here the candidates differ in h, so one fit serves them all only
+        # when the quantifier does not read h (shared_quantifier shares across methods with the same h).
         shared = spec.cls.shared_prevalence_path and isinstance(qname, str) and qname.lower() in _X_ONLY
         self.quantifier_ = None
         if shared:

@@ -24,7 +24,7 @@ from sklearn.calibration import CalibratedClassifierCV
 from sklearn.linear_model import LogisticRegression
 from tqdm import tqdm
 
-from . import datasets, evaluation, registry
+from . import evaluation, registry
 from .validation import check_fraction
 from .classifiers import make_classifier
 from .tables import get_measure
