@@ -272,5 +272,6 @@ def test_authors_runs():
     assert len(r) == 29 and r.loc["iris.2", "h_acc_on_V"] == pytest.approx(0.698113, abs=1e-4)
     assert set(r.columns) >= {"h_acc_on_V", "mean_true_acc", "std_true_acc", "naive_mean_ae"}
     assert len(R.authors_runs("SVM", "multiclass")) == 21
+    assert {"hand-digits", "image-seg", "page-block"} <= set(R.authors_runs("lr", "multiclass").index)
     with pytest.raises(ValueError, match="classifier"):
         R.authors_runs("rf")

@@ -386,8 +386,8 @@ def authors_runs(classifier: str = "LR", task: str = "binary") -> pd.DataFrame:
     ``leap_repo_runs_c261937.csv``).
 
     ``classifier``: "LR", "kNN", "SVM" or "MLP" (or capshift's "lr", "knn", "svm", "mlp"); ``task``: "binary" or
-    "multiclass". Returns a DataFrame indexed by dataset (the paper's names) with columns ``n_samples`` (1000),
-    ``train_prev``, ``val_prev`` (prevalence of the positive class in L and V; binary), ``h_acc_on_V`` (h's
+    "multiclass". Returns a DataFrame indexed by dataset (the paper's names; the authors' folders have
+    underscores) with columns ``n_samples`` (1000), ``train_prev``, ``val_prev`` (prevalence of the positive class in L and V; binary), ``h_acc_on_V`` (h's
     accuracy on V), ``mean_true_acc``, ``std_true_acc`` (h's true accuracy over the 1000 UPP samples of 100 items)
     and ``naive_mean_ae`` (Naive's mean AE), all float. Where our h's accuracy on V equals ``h_acc_on_V``, L, V
     and h are the authors'. Raises ValueError for another classifier or task.
@@ -399,6 +399,7 @@ def authors_runs(classifier: str = "LR", task: str = "binary") -> pd.DataFrame:
     if task not in set(df["setting"]):
         raise ValueError(f"task must be 'binary' or 'multiclass', got {task!r}")
     d = df[(df["classifier"] == clf) & (df["setting"] == task)]
+    d = d.assign(dataset=d["dataset"].str.replace("_", "-"))  # the authors' folders: hand_digits -> hand-digits
     return d.drop(columns=["setting", "classifier"]).set_index("dataset")
 
 
