@@ -57,8 +57,9 @@ from .tables import contingency_table, get_measure, true_prevalence
 
 __all__ = ["Naive", "ATC", "DoC", "DS", "NN", "CBPE", "COT", "RCA", "RCAStar",
            "check_posteriors", "max_confidence", "negative_entropy", "atc_threshold", "dispersion_score",
-           "nuclear_norm_score", "cbpe_table", "column_normalised", "cot_accuracy", "temperature_scale", "classwise_calibration_error",
-           "lascal_calibration_error", "lascal_temperature", "rlls_weights", "LASCAL_TEMPERATURES"]
+           "nuclear_norm_score", "cbpe_table", "column_normalised", "cot_accuracy", "temperature_scale",
+           "classwise_calibration_error", "lascal_calibration_error", "lascal_temperature", "rlls_weights",
+           "LASCAL_TEMPERATURES"]
 # check_posteriors (capshift.validation) and the calibration functions (capshift.calibration, where they live since
 # issue 29) are re-exported here under their old address.
 
@@ -165,15 +166,16 @@ def cbpe_table(P, y_pred, n_classes: int) -> np.ndarray:
 def column_normalised(C) -> np.ndarray:
     """The LEAP authors' CBPE table: each column of ``C`` scaled to sum to 1, then the whole to sum to 1.
 
-    ``C`` float (..., n, n), rows true, columns predicted. A column j becomes the mean posterior of the items
-    predicted as j (an estimate of the precision profile of class j), whatever the fraction of the sample
-    predicted as j; empty columns stay 0; the result is divided by the number of non-empty columns so that
-    it sums to 1 and :func:`capshift.tables.accuracy` reads it. Its trace is then the mean over the predicted
-    classes of the estimated precision, not the accuracy (it equals the accuracy only when every class is
-    predicted equally often). The authors' code does this (github.com/lorenzovolpi/LEAP,
-    ``leap/commons/cont_table.py``, the CBPE table normalised per column) and reports measures from it; it
-    reproduces the paper's L-CBPE columns (LEAP 2025 Table 4, cmc.2 F1: paper .372, this .377, the joint
-    table .118). Registered as ``L-CBPE-authors``; not an estimate of h's contingency table.
+    ``C`` float (..., n, n), rows true, columns predicted; returns float (..., n, n). A column j becomes the mean
+    posterior of the items predicted as j (an estimate of the precision profile of class j), whatever the fraction
+    of the sample predicted as j; empty columns stay 0; the result is divided by the number of non-empty columns so that it sums to 1 and
+    :func:`capshift.tables.accuracy` reads it. Its trace is then the mean over the predicted classes of the
+    estimated precision, not the accuracy (it equals the accuracy only when every class is predicted equally often).
+    The authors' code does this (github.com/lorenzovolpi/LEAP, ``leap/models/cont_table.py``: column j is QuaPy's
+    PCC of the items predicted as j) and reports measures from it; it reproduces the paper's L-CBPE columns (LEAP
+    2025 Table 4, cmc.2 F1, 1000 samples: paper .372, this .373, the joint table .121;
+    book/measured/leap_study_full_scale*.csv). Registered as ``L-CBPE-authors``; not an estimate of h's contingency
+    table.
     """
     C = np.asarray(C, dtype=float)
     cols = C.sum(axis=-2, keepdims=True)
@@ -274,12 +276,13 @@ class _RegressionBaseline(_PosteriorBaseline):
     ``val_tables_``: dicts keyed by size; ``regressors_`` keyed by (size, measure)). An int
     ``val_sample_size`` fixes the size (drawn at fit); test samples of another size are then refused.
 
-    ``regress``: "measure" (default) trains the regressor on the measure asked for; "accuracy" trains it on
-    accuracy and returns that estimate whatever the measure, as the LEAP authors' code does for its
-    table-free baselines (github.com/lorenzovolpi/LEAP, ``leap/models/direct.py``: the regressor is fitted
-    on accuracy and its output reported under every measure). That is how the paper's F1 columns of DS and
-    NN were computed (LEAP 2025 Tables 4-5: DS on cmc.2, F1, paper .316; ``"measure"`` gives about .06,
-    ``"accuracy"`` about .33). Registered as ``DS-authors`` and ``NN-authors``; not an estimate of F1.
+    ``regress``: "measure" (default) trains the regressor on the measure asked for; "accuracy" trains it on accuracy
+    and returns that estimate whatever the measure, as the LEAP authors' code does for its table-free baselines
+    (github.com/lorenzovolpi/LEAP, ``leap/models/direct.py``: the regressor is fitted on accuracy and its output
+    reported under every measure). That is how the paper's F1 columns of DS and NN were computed (LEAP 2025 Tables
+    4-5: DS on cmc.2, F1, 1000 samples: paper .316; ``"measure"`` gives .060, ``"accuracy"`` .316;
+    book/measured/leap_study_full_scale*.csv). Registered as ``DS-authors`` and ``NN-authors``; not an estimate of
+    F1.
     """
 
     estimates_tables = False

