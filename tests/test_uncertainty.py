@@ -382,3 +382,112 @@ def test_recorded_per_sample_intervals_match_the_recorded_summary():
     assert len(mine) == len(ref) == 34
     np.testing.assert_allclose(mine.C, ref.C, atol=1e-9)
     np.testing.assert_allclose(mine.A, ref.A, atol=1e-4)
+
+
+def test_winkler_score_by_hand():
+    # alpha = .1: a miss costs 2 / .1 = 20 times its distance, on top of the width
+    w = U.winkler_score([0.2, 0.2, 0.2], [0.4, 0.4, 0.4], [0.3, 0.5, 0.1], alpha=0.1)
+    np.testing.assert_allclose(w, [0.2, 0.2 + 20 * 0.1, 0.2 + 20 * 0.1])
+    np.testing.assert_allclose(U.winkler_score([0.5], [0.5], [0.5], alpha=0.05), [0.0])
+    np.testing.assert_allclose(U.winkler_score([0.0], [0.9], [0.95], alpha=0.05), [0.9 + 40 * 0.05])
+    with pytest.raises(ValueError, match="lower must not exceed"):
+        U.winkler_score([0.5], [0.4], [0.45])
+    with pytest.raises(ValueError, match="finite"):
+        U.winkler_score([np.nan], [0.4], [0.45])
+    with pytest.raises(ValueError, match="alpha"):
+        U.winkler_score([0.1], [0.4], [0.45], alpha=0)
+
+
+def test_compare_constructions_by_hand():
+    import pandas as pd
+    # two datasets of 2 samples, alpha = .5 (oracle: twice the median absolute error of the dataset)
+    r = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "construction": "c", "task": "binary",
+                      "true": [0.5, 0.5, 0.5, 0.5], "predicted": [0.5, 0.6, 0.7, 0.5],
+                      "lower": [0.4, 0.55, 0.65, 0.55], "upper": [0.6, 0.65, 0.75, 0.7]})
+    per = U.dataset_scores(r, alpha=0.5, by=["task"])
+    assert per.set_index("dataset")["C"].to_dict() == {"a": 0.5, "b": 0.0}
+    out = U.compare_constructions(per, by=["task"]).iloc[0]
+    assert out["C_se"] == pytest.approx(np.std([0.5, 0.0], ddof=1) / np.sqrt(2)) and out["datasets"] == 2
+    assert out["C"] == 0.25 and out["worst_C"] == 0.0 and out["worst"] == "b"  # both of b's miss .5
+    assert out["A"] == pytest.approx((0.2 + 0.1 + 0.1 + 0.15) / 4)
+    # oracle a: 2 * median(0, .1) = .1; b: 2 * median(.2, 0) = .2 -> mean over samples .15
+    assert out["oracle"] == pytest.approx(0.15)
+    assert out["ratio"] == pytest.approx(out["A"] / 0.15)
+    # Winkler: widths plus 4 x the misses (a2 by .05, b1 by .15, b2 by .05)
+    assert out["W"] == pytest.approx((0.2 + 0.3 + 0.7 + 0.35) / 4)
+    with pytest.raises(ValueError, match="columns"):
+        U.dataset_scores(r.drop(columns="construction"))
+    with pytest.raises(ValueError, match="columns"):
+        U.compare_constructions(r)
+
+
+def test_mondrian_bins_by_estimated_prevalence(gaussian_problem):
+    h, X_V, y_V, X_U, y_U = gaussian_problem
+    ci = U.ConformalInterval(experiment.make_method("LEAP_ACC", h), scheme="mc", n_splits=3, n_cal=120,
+                             random_state=0).fit(X_V, y_V)
+    c = ci._calibration(100, "accuracy")
+    # the calibration proxy: L1 distance between the ACC prevalence (the fold's rates) and the fit part's prevalence
+    j, g = c["fold"][0], c["gamma"][0]
+    fit = ci.fit_counts_[j]
+    assert c["prev_dist"][0] == pytest.approx(np.abs(U.acc_prevalence(fit, g) - fit.sum(1) / fit.sum()).sum())
+    # four equal-count bins by that proxy: a sample far from V's prevalence gets the quantile of the far bin
+    by = ci.with_options(False, bins=4, bin_by="prevalence")
+    near = X_U[np.flatnonzero(y_U == 0)[:50].tolist() + np.flatnonzero(y_U == 1)[:50].tolist()]
+    far = X_U[np.flatnonzero(y_U == 1)[:100]]
+    q = by.quantiles([near, far], "accuracy", 0.1)
+    edges = np.quantile(c["prev_dist"], [0.25, 0.5, 0.75])
+    r = ci._residuals(100, "accuracy")
+    for X, qi in zip([near, far], q):
+        b = np.searchsorted(edges, by._test_dist(np.bincount(h.predict(X), minlength=2) / len(X),
+                                                 None), side="right")
+        assert qi == U.conformal_quantile(r[np.searchsorted(edges, c["prev_dist"], side="right") == b], 0.1)
+    with pytest.raises(ValueError, match="bin_by"):
+        ci.with_options(False, bins=4, bin_by="shift")
+    with pytest.raises(ValueError, match="bin_by"):
+        U.ConformalInterval(experiment.make_method("LEAP_ACC", h), bin_by="x").fit(X_V, y_V)
+
+
+def test_rates_scheme_scores_by_hand(gaussian_problem):
+    from capshift.tables import accuracy as acc
+    h, X_V, y_V, X_U, y_U = gaussian_problem
+    full = experiment.make_method("S-LEAP_CC", h, random_state=0).fit(X_V, y_V)
+    ci = U.ConformalInterval(experiment.make_method("S-LEAP_CC", h), scheme="rates", n_splits=3, n_cal=40,
+                             random_state=0).fit(X_V, y_V, point_estimator=full)
+    assert ci.estimator_ is full and ci.folds_ == []  # no refit: the method fitted on V is the only fit
+    # halves of V, test pool as large as V: (1/|V| + 1/|V|) / (1/(|V|/2) + 1/(|V|/2)) = 1/2
+    assert ci.scale_ == pytest.approx(np.sqrt(0.5))
+    c = ci._calibration(100, "accuracy")
+    assert len(c["rate"]) == 3 * 40
+    # the first calibration sample: V's items by UPP, predicted by the method fitted on V; its rate discrepancy
+    # under the second halving = accuracy at its prevalence with the first half's rates minus the second half's
+    i = protocols.upp_indices(y_V, 100, 40, seed=0, n_classes=2)[0]
+    table = contingency_table(y_V[i], h.predict(X_V[i]), 2)
+    assert c["true"][0] == pytest.approx(acc(table))
+    assert c["pred"][0] == pytest.approx(full.predict(X_V[i], "accuracy"))
+    a, b = ci.half_counts_[1]
+    p = table.sum(axis=1)
+    by_hand = sum(p[k] * (a[k, k] / a[k].sum() - b[k, k] / b[k].sum()) for k in range(2))
+    assert c["rate"][40] == pytest.approx(by_hand)
+    r = ci._residuals(100, "accuracy")
+    assert r[40] == pytest.approx(abs(np.sqrt(0.5) * by_hand + c["pred"][0] - c["true"][0]))
+    # the seed chooses the halvings and the samples
+    other = U.ConformalInterval(experiment.make_method("S-LEAP_CC", h), scheme="rates", n_splits=3, n_cal=40,
+                                random_state=1).fit(X_V, y_V, point_estimator=full)
+    assert not np.allclose(other._calibration(100, "accuracy")["rate"], c["rate"])
+    assert not np.array_equal(other.half_counts_[0][0], ci.half_counts_[0][0])
+    # with an infinite test pool the discrepancy is V's against the population only: 1/|V| against 4/|V|
+    inf = U.ConformalInterval(experiment.make_method("S-LEAP_CC", h), scheme="rates", n_splits=3, n_cal=40,
+                              pool_size=10**12).fit(X_V, y_V, point_estimator=full)
+    assert inf.scale_ == pytest.approx(0.5, rel=1e-6)
+
+
+def test_rates_scheme_covers_a_synthetic_pps_problem(gaussian_problem):
+    h, X_V, y_V, X_U, y_U = gaussian_problem
+    full = experiment.make_method("O-LEAP_CC", h, random_state=0).fit(X_V, y_V)
+    ci = U.ConformalInterval(experiment.make_method("O-LEAP_CC", h), scheme="rates", n_splits=10, n_cal=200,
+                             floor=True, random_state=0).fit(X_V, y_V, point_estimator=full)
+    idx = protocols.upp_indices(y_U, 200, 200, seed=7)
+    true = np.array([accuracy(contingency_table(y_U[i], h.predict(X_U[i]), 2)) for i in idx])
+    b = ci.predict_interval_batch([X_U[i] for i in idx], alpha=0.1)
+    sc = U.interval_scores(b[:, 0], b[:, 1], true)
+    assert sc["C"] >= 0.9 - 3 * np.sqrt(0.09 / 200) and sc["A"] < 0.3

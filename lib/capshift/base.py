@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator
 from .validation import (DegenerateClassifierWarning, check_class_evidence, check_classifier, check_distribution,
                           check_every_class, check_fitted, check_fraction, check_labels, check_posteriors, check_samples,
                           check_seed, check_X, predict_codes)
-from .conformal import ConformalInterval
+from .conformal import MC_INTERVALS, ConformalInterval
 from .tables import contingency_table, get_measure
 
 __all__ = ["CAPEstimator", "check_classifier", "check_sample", "check_posteriors"]
@@ -66,12 +66,12 @@ class CAPEstimator(BaseEstimator):
     #: ``tables_from_prevalences`` with the predicted fractions and quantifier estimates it computed once.
     shared_prevalence_path: bool = False
     #: How :meth:`predict_interval` calibrates (keyword arguments of
-    #: :class:`capshift.conformal.ConformalInterval`): Monte Carlo cross-conformal over ``n_splits`` random
-    #: halvings of V, ``n_cal`` calibration samples, studentised scores and the finite-evidence floor (chosen
-    #: in the uncertainty chapter). Override per instance (``est.interval_params = {...}`` before the first
-    #: ``predict_interval``).
-    interval_params: dict = {"scheme": "mc", "n_splits": 10, "n_cal": 500, "pool_correction": False,
-                             "score": "both", "floor": True}
+    #: :class:`capshift.conformal.ConformalInterval`). Here :data:`capshift.conformal.MC_INTERVALS`: Monte Carlo
+    #: cross-conformal over 10 random halvings of V, 500 calibration samples, the union of absolute and
+    #: studentised scores and the finite-evidence floor; the LEAP and CBPE families override it with
+    #: :data:`capshift.conformal.RATES_INTERVALS` (no refit; chosen in the uncertainty chapter). Override per
+    #: instance (``est.interval_params = {...}`` before the first ``predict_interval``).
+    interval_params: dict = dict(MC_INTERVALS)
     #: Minimum validation evidence: the items of every class of V the method needs (declared per method; read
     #: through :meth:`evidence`, which methods whose need depends on a parameter override). Below it, ``fit``
     #: warns with :class:`capshift.InsufficientEvidenceWarning`, or raises ValueError when

@@ -19,8 +19,10 @@ intervals too narrow and leaves better ones to future work. This module holds
   no error on V (where every conformal residual is 0), shrinking as V grows. :func:`acc_prevalence` gives
   it the sample's prevalence (adjusted classify and count, Forman 2008).
 
-:meth:`capshift.base.CAPEstimator.predict_interval` uses Monte Carlo cross-conformal with the union score and the
-evidence floor ("conformal-mc-both", chosen in the uncertainty chapter). This module sits below
+:meth:`capshift.base.CAPEstimator.predict_interval` uses, for the LEAP and CBPE families, the "rates" scheme (no
+refit: in-sample residuals on V's own samples plus the rate discrepancy of halvings of V) with the evidence floor
+(:data:`RATES_INTERVALS`, chosen on the recorded comparison of the uncertainty chapter, issue 31), and for the
+other methods Monte Carlo cross-conformal with the union score and the floor (:data:`MC_INTERVALS`). This module sits below
 :mod:`capshift.base` (which builds a :class:`ConformalInterval` around itself), so it knows the estimator only by
 its methods; the interval study (the paper's bootstrap, the comparison of kinds, coverage) is
 :mod:`capshift.uncertainty`. Intervals are clipped to [0, 1] (every measure of :mod:`capshift.tables` lies there).
@@ -41,11 +43,23 @@ from .protocols import upp_indices
 from .quantifiers import Quantifier
 from .tables import contingency_table, get_measure
 
-__all__ = ["ConformalInterval", "conformal_quantile", "evidence_interval", "acc_prevalence", "unfitted_copy",
+__all__ = ["ConformalInterval", "conformal_quantile", "evidence_interval", "acc_prevalence", "unfitted_copy", "BIN_BY",
+           "RATES_INTERVALS", "MC_INTERVALS",
            "SCHEMES", "SCORES", "FLOOR_DRAWS"]
 
-SCHEMES = ("split", "mc", "cv", "bootstrap")
+SCHEMES = ("split", "mc", "cv", "bootstrap", "rates")
 SCORES = ("absolute", "studentised", "both")
+BIN_BY = ("predicted", "prevalence")
+#: ``predict_interval``'s construction for methods whose error on V's own samples is their error elsewhere, once
+#: the pools' rate discrepancy is added (the LEAP family, the CBPE family): the "rates" scheme (no refit: the
+#: method fitted on V, calibrated on UPP samples of V, plus the rate discrepancy of 10 halvings of V) and the
+#: finite-evidence floor. Chosen on the recorded comparison of the uncertainty chapter (issue 31).
+RATES_INTERVALS = {"scheme": "rates", "n_splits": 10, "n_cal": 500, "score": "absolute", "floor": True}
+#: ``predict_interval``'s construction for the other methods (fitted to V's samples, whose in-sample error is
+#: optimistic: DoC, DS, NN, ATC, QuAcc, ...): Monte Carlo cross-conformal over 10 halvings of V, the union of the
+#: absolute and studentised scores, and the floor (the default before issue 31).
+MC_INTERVALS = {"scheme": "mc", "n_splits": 10, "n_cal": 500, "pool_correction": False, "score": "both",
+                "floor": True}
 FLOOR_DRAWS = 4000  # Monte Carlo draws of the floor's evidence interval (measures other than accuracy, which is exact)
 
 
@@ -99,6 +113,17 @@ class ConformalInterval(BaseEstimator):
         of that fold, residuals pooled (guarantee 1-2α). "bootstrap": the method fitted ``n_splits`` times on
         stratified bootstrap resamples of V (same size and class counts as V) and calibrated on samples drawn
         from V itself, which plays the test pool; no finite-sample guarantee.
+        "rates" (no refit): the method fitted on all of V is the point prediction and is calibrated on ``n_cal``
+        UPP samples of V itself, whose in-sample residuals hold the method's own noise and the sample's sampling
+        noise but not the discrepancy between V's and the test pool's class-conditional rates of h; that is
+        added: each residual is paired with each of ``n_splits`` random stratified halvings (by
+        ``cal_fraction``) of V, and the score is ``|scale * (m(p, R_a) - m(p, R_b)) + predicted - true|``, with
+        ``m(p, R)`` the measure at the sample's prevalence p under rates R, ``R_a``, ``R_b`` the two halves'
+        rates of h, and ``scale = sqrt((1/|V| + 1/pool_size) / (1/|a| + 1/|b|))`` (the variance of a rate
+        difference between pools of sizes |V| and ``pool_size``, against two halves'). It costs no refit: the
+        calibration is ``n_cal`` predictions of the fitted method. Chosen for the LEAP and CBPE families on the
+        recorded comparison of the uncertainty chapter (:data:`RATES_INTERVALS`); methods fitted to V's samples
+        (DoC, DS, NN) would have optimistic in-sample residuals and keep "mc".
         "mc", "cv" and "bootstrap" refit the method on all of V for the point prediction.
     n_splits : int
         Splits ("mc"), folds ("cv") or bootstrap refits ("bootstrap"); default 5.
@@ -108,11 +133,14 @@ class ConformalInterval(BaseEstimator):
         ratio of the variances of the rate difference between the pools at test time and in calibration;
         the sample's own sampling noise is left as is (default False).
     pool_size : int or None
-        Size of the test pool assumed by ``pool_correction`` (None: |V|).
+        Size of the test pool assumed by ``pool_correction`` and by the "rates" scheme (None: |V|, as the
+        papers' protocol, whose U is about as large as V; a very large value for a test population).
     bins : int
         1 (default): one quantile for all samples of a size. More: Mondrian conformal prediction, the
         calibration samples binned (equal counts) by the L1 distance between their fractions of h's
-        predictions and those of the fit part, and each test sample given the quantile of its bin.
+        predictions and those of the fit part (``bin_by="predicted"``) or between their prevalence estimated by
+        adjusted classify and count and the fit part's prevalence (``bin_by="prevalence"``; at test: h's rates
+        and prevalence on V), and each test sample given the quantile of its bin.
     score : {"absolute", "studentised"}
         The conformity score. "absolute" (default): ``|predicted - true|``, one half-width for every sample
         of a size. "studentised" (locally weighted conformal, Lei et al. 2018, Sect. 5.2): the absolute
@@ -134,6 +162,8 @@ class ConformalInterval(BaseEstimator):
         α) from its plug-in value (default False). The conformal residuals only see errors that h makes on V:
         a classifier errorless on V gives zero residuals and a zero-width interval, while 0 errors in ``n_i``
         items of class i leave error rates up to about 2.5/``n_i`` plausible; the floor keeps them.
+    bin_by : {"predicted", "prevalence"}
+        The shift proxy of the Mondrian ``bins`` (default "predicted").
     random_state : int
         Seed of the split, the calibration samples and the method.
 
@@ -149,7 +179,8 @@ class ConformalInterval(BaseEstimator):
 
     def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
                  scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
-                 bins: int = 1, score: str = "absolute", floor: bool = False, random_state: int = 0):
+                 bins: int = 1, score: str = "absolute", floor: bool = False, bin_by: str = "predicted",
+                 random_state: int = 0):
         self.estimator = estimator
         self.cal_fraction = cal_fraction
         self.n_cal = n_cal
@@ -161,6 +192,7 @@ class ConformalInterval(BaseEstimator):
         self.bins = bins
         self.score = score
         self.floor = floor
+        self.bin_by = bin_by
         self.random_state = random_state
 
     def fit(self, X_val, y_val, point_estimator=None):
@@ -193,7 +225,27 @@ class ConformalInterval(BaseEstimator):
         k = check_int(self.n_splits, "n_splits", min_value=2)
         check_int(self.bins, "bins")
         self._check_score_options(self.score, self.floor)
+        self._check_bin_by(self.bin_by)
         everything = np.arange(len(y_val))
+        pred = np.asarray(self.estimator.classifier.predict(X_val))
+        self.val_counts_ = _counts(y_val, pred, n)
+        self.n_val_ = len(y_val)
+        self.n_classes_ = n
+        self.calibration_ = {}
+        if self.scheme == "rates":
+            halves = [tuple(train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
+                                             random_state=(seed + 7919 * (j + 1)) % 2**32)) for j in range(k)]
+            self.half_counts_ = [(_counts(y_val[a], pred[a], n), _counts(y_val[b], pred[b], n)) for a, b in halves]
+            self.part_sizes_ = (len(halves[0][0]), len(halves[0][1]))
+            self.folds_ = []
+            self.fit_counts_ = [self.val_counts_]
+            self.n_fit_ = float(self.n_val_)
+            self.estimator_ = (point_estimator if point_estimator is not None
+                               else unfitted_copy(self.estimator, seed).fit(X_val, y_val))
+            self.calibrator_ = self.estimator_
+            self._val = (X_val, y_val, pred)
+            self.scale_ = self._pool_scale(*self.part_sizes_)
+            return self
         if self.scheme == "split":
             fit_idx, cal_idx = train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
                                                 random_state=seed)
@@ -210,23 +262,24 @@ class ConformalInterval(BaseEstimator):
             rng = np.random.default_rng([seed, 1])
             parts = [(np.concatenate([rng.choice(np.flatnonzero(y_val == c), counts[c]) for c in range(n)]),
                       everything) for _ in range(k)]
-        pred = np.asarray(self.estimator.classifier.predict(X_val))
         self.folds_ = [(unfitted_copy(self.estimator, seed).fit(X_val[f], y_val[f]), X_val[c], y_val[c], pred[c])
                        for f, c in parts]
-        self.val_counts_ = _counts(y_val, pred, n)
         self.fit_counts_ = [_counts(y_val[f], pred[f], n) for f, _ in parts]
         self.n_fit_ = float(np.mean([len(f) for f, _ in parts]))
         self.calibrator_ = self.folds_[0][0]
         refit = self.refit or self.scheme != "split"
-        self.n_val_ = len(y_val)
-        self.scale_ = self._pool_scale(len(parts[0][0]), len(parts[0][1]))
+        self.part_sizes_ = (len(parts[0][0]), len(parts[0][1]))
+        self.scale_ = self._pool_scale(*self.part_sizes_)
         if point_estimator is not None and refit:
             self.estimator_ = point_estimator
         else:
             self.estimator_ = unfitted_copy(self.estimator, seed).fit(X_val, y_val) if refit else self.calibrator_
-        self.n_classes_ = n
-        self.calibration_ = {}
         return self
+
+    @staticmethod
+    def _check_bin_by(bin_by):
+        if bin_by not in BIN_BY:
+            raise ValueError(f"bin_by must be one of {BIN_BY}, got {bin_by!r}")
 
     @staticmethod
     def _check_score_options(score, floor):
@@ -236,15 +289,17 @@ class ConformalInterval(BaseEstimator):
             raise TypeError(f"floor must be True or False, got {floor!r}")
 
     def with_options(self, pool_correction: bool, bins: int = 1, score: str = "absolute",
-                     floor: bool = False) -> "ConformalInterval":
+                     floor: bool = False, bin_by: str = "predicted") -> "ConformalInterval":
         """A copy sharing this fitted calibrator's fits and calibration samples, with ``pool_correction``,
-        ``bins``, ``score`` and ``floor`` set."""
+        ``bins``, ``score``, ``floor`` and ``bin_by`` set."""
         check_fitted(self, ["folds_"])
         self._check_score_options(score, floor)
+        self._check_bin_by(bin_by)
         other = copy.copy(self)
+        other.bin_by = bin_by
         other.pool_correction, other.bins = bool(pool_correction), check_int(bins, "bins")
         other.score, other.floor = score, bool(floor)
-        other.scale_ = other._pool_scale(len(self.folds_[0][0].val_pred_), len(self.folds_[0][2]))
+        other.scale_ = other._pool_scale(*self.part_sizes_)
         return other
 
     def _pool_scale(self, n_fit: int, n_cal: int) -> float:
@@ -255,6 +310,9 @@ class ConformalInterval(BaseEstimator):
         ``1/n_fit + 1/n_cal``; at test time the method is fitted on all of V and the test pool has
         ``pool_size`` items (default |V|): ``1/|V| + 1/pool_size``. The factor is the square root of the ratio.
         """
+        if self.scheme == "rates":
+            pool = self.n_val_ if self.pool_size is None else check_int(self.pool_size, "pool_size")
+            return math.sqrt((1 / self.n_val_ + 1 / pool) / (1 / n_fit + 1 / n_cal))
         if not self.pool_correction or self.scheme == "bootstrap":
             return 1.0
         pool = self.n_val_ if self.pool_size is None else check_int(self.pool_size, "pool_size")
@@ -267,6 +325,8 @@ class ConformalInterval(BaseEstimator):
         of h's predictions), the split ``fold`` it comes from and its fractions of h's predictions ``gamma``;
         with ``score="studentised"``, ``scale`` is added on first use."""
         key = (size, measure if isinstance(measure, str) else getattr(measure, "__name__", repr(measure)))
+        if key not in self.calibration_ and self.scheme == "rates":
+            self.calibration_[key] = self._rates_calibration(size, measure)
         if key not in self.calibration_:
             f = get_measure(measure)
             seed = check_seed(self.random_state, "random_state")
@@ -284,18 +344,56 @@ class ConformalInterval(BaseEstimator):
                 pool = contingency_table(y_c, p_c, n)
                 rates = pool / pool.sum(axis=1, keepdims=True)
                 expected = np.asarray(f(tables.sum(axis=2)[:, :, None] * rates[None]), dtype=float)
-                dist = np.abs(tables.sum(axis=1) - _fractions(cal.val_pred_, n)).sum(axis=1)
-                parts.append((pred, np.asarray(f(tables), dtype=float), expected, dist, np.full(len(idx), j),
-                              tables.sum(axis=1)))
-            self.calibration_[key] = {k: np.concatenate([p[i] for p in parts])
-                                      for i, k in enumerate(("pred", "true", "expected", "dist", "fold", "gamma"))}
+                gamma = tables.sum(axis=1)
+                dist = np.abs(gamma - _fractions(cal.val_pred_, n)).sum(axis=1)
+                fit = self.fit_counts_[j]
+                ref = fit.sum(axis=1) / fit.sum()
+                prev_dist = np.array([np.abs(acc_prevalence(fit, g) - ref).sum() for g in gamma])
+                parts.append((pred, np.asarray(f(tables), dtype=float), expected, dist, prev_dist,
+                              np.full(len(idx), j), gamma))
+            names = ("pred", "true", "expected", "dist", "prev_dist", "fold", "gamma")
+            self.calibration_[key] = {k: np.concatenate([p[i] for p in parts]) for i, k in enumerate(names)}
         return self.calibration_[key]
+
+    def _rates_calibration(self, size: int, measure) -> dict:
+        """The "rates" scheme's calibration samples: ``n_cal`` UPP samples of V at ``size`` items, each predicted
+        by the method fitted on all of V (``pred``, ``true``: the in-sample error, the method's own noise and the
+        sample's sampling noise), paired with every halving j of V: ``rate`` = the measure at the sample's
+        prevalence under the first half's rates of h minus under the second half's (the discrepancy of h's
+        class-conditional rates between two pools, which the test pool adds to the in-sample error). Arrays of
+        length ``n_splits * n_cal``, halving-major."""
+        f = get_measure(measure)
+        seed = check_seed(self.random_state, "random_state")
+        X, y, p_v = self._val
+        n = self.n_classes_
+        idx = upp_indices(y, size, self.n_cal, seed=seed, n_classes=n)
+        tables = np.stack([contingency_table(y[i], p_v[i], n) for i in idx])
+        prev = tables.sum(axis=2)
+        pred = np.asarray(self.estimator_.predict_batch([X[i] for i in idx], measure, prevalences=prev), dtype=float)
+        true = np.asarray(f(tables), dtype=float)
+
+        def at(counts):
+            rates = counts / np.clip(counts.sum(axis=1, keepdims=True), 1, None)
+            return np.asarray(f(prev[:, :, None] * rates[None]), dtype=float)
+        rate = np.concatenate([at(a) - at(b) for a, b in self.half_counts_])
+        k = len(self.half_counts_)
+        gamma = tables.sum(axis=1)
+        ref_pred = _fractions(p_v, n)
+        ref_prev = self.val_counts_.sum(axis=1) / self.val_counts_.sum()
+        dist = np.abs(gamma - ref_pred).sum(axis=1)
+        prev_dist = np.array([np.abs(acc_prevalence(self.val_counts_, g) - ref_prev).sum() for g in gamma])
+        return {"pred": np.tile(pred, k), "true": np.tile(true, k), "rate": rate, "dist": np.tile(dist, k),
+                "prev_dist": np.tile(prev_dist, k), "fold": np.zeros(k * len(idx), dtype=int),
+                "gamma": np.tile(gamma, (k, 1))}
 
     def _residuals(self, size: int, measure, studentised: bool = False) -> np.ndarray:
         """Calibration scores: absolute residuals, pool part scaled by ``scale_`` (see :meth:`_pool_scale`),
         divided by each sample's evidence scale if ``studentised``."""
         c = self._calibration(size, measure)
-        r = np.abs(self.scale_ * (c["pred"] - c["expected"]) + (c["expected"] - c["true"]))
+        if self.scheme == "rates":
+            r = np.abs(self.scale_ * c["rate"] + (c["pred"] - c["true"]))
+        else:
+            r = np.abs(self.scale_ * (c["pred"] - c["expected"]) + (c["expected"] - c["true"]))
         if studentised:
             if "scale" not in c:
                 c["scale"] = np.array([self._sd(self.fit_counts_[j], self.fit_counts_[j], g, size)
@@ -346,9 +444,10 @@ class ConformalInterval(BaseEstimator):
                 if bins == 1:
                     out[i] = conformal_quantile(r, a)
                     continue
-                dist = self._calibration(X.shape[0], measure)["dist"]
+                c = self._calibration(X.shape[0], measure)
+                dist = c["dist"] if self.bin_by == "predicted" else c["prev_dist"]
                 edges = np.quantile(dist, np.linspace(0, 1, bins + 1)[1:-1])
-                b = np.searchsorted(edges, np.abs(gammas[i] - ref).sum(), side="right")
+                b = np.searchsorted(edges, self._test_dist(gammas[i], ref), side="right")
                 out[i] = conformal_quantile(r[np.searchsorted(edges, dist, side="right") == b], a)
             return out * scales if studentised else out
 
@@ -357,6 +456,14 @@ class ConformalInterval(BaseEstimator):
         if self.score == "studentised":
             return half_widths(True), gammas
         return np.maximum(half_widths(False), half_widths(True)), gammas
+
+    def _test_dist(self, gamma, ref) -> float:
+        """A test sample's shift proxy: L1 distance of its fractions of h's predictions to V's (``bin_by``
+        "predicted"), or of its ACC prevalence (h's rates on V) to V's prevalence ("prevalence")."""
+        if self.bin_by == "predicted":
+            return float(np.abs(gamma - ref).sum())
+        prev = self.val_counts_.sum(axis=1) / self.val_counts_.sum()
+        return float(np.abs(acc_prevalence(self.val_counts_, gamma) - prev).sum())
 
     def bounds(self, samples, point, measure, alpha: float) -> np.ndarray:
         """Intervals (k, 2), lower and upper, around the point predictions ``point`` (k,) of validated

@@ -34,6 +34,7 @@ from scipy.optimize import minimize
 
 from ._qp import SimplexActiveSet
 from .base import CAPEstimator
+from .conformal import RATES_INTERVALS
 from .equations import governing_system, validation_rates
 from .validation import InsufficientEvidenceWarning
 from .quantifiers import Quantifier, check_prevalence, make_quantifier
@@ -256,6 +257,8 @@ class _LEAPEstimator(CAPEstimator):
 
     _method = None  # "sleap", "leap" or "oleap"
     shared_prevalence_path = True
+    #: ``predict_interval``'s construction: the "rates" scheme (see :data:`capshift.conformal.RATES_INTERVALS`)
+    interval_params = dict(RATES_INTERVALS)
 
     def __init__(self, classifier, quantifier="kdey", measure="accuracy", solver=DEFAULT_SOLVER, random_state=None):
         super().__init__(classifier, measure=measure, random_state=random_state)

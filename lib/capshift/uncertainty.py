@@ -41,7 +41,7 @@ from .tables import get_measure
 
 __all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval", "ConformalInterval", "interval_scores",
            "conformal_quantile", "evidence_interval", "acc_prevalence", "interval_experiment", "summarise_intervals",
-           "error_structure", "coverage_by_scale", "KINDS", "SCHEMES", "SCORES", "FLOOR_DRAWS"]
+           "error_structure", "coverage_by_scale", "winkler_score", "dataset_scores", "compare_constructions", "KINDS", "SCHEMES", "SCORES", "FLOOR_DRAWS"]
 
 
 def bootstrap_interval(estimator: CAPEstimator, X, alpha: float = 0.05, n_boot: int = 500, measure=None,
@@ -137,6 +137,77 @@ def interval_scores(lower, upper, true) -> dict:
     return {"A": float(np.mean(hi - lo)), "C": float(np.mean(_inside(lo, hi, t)))}
 
 
+def winkler_score(lower, upper, true, alpha: float = 0.05) -> np.ndarray:
+    """The Winkler (interval) score of 1-α intervals (Winkler 1972; Gneiting & Raftery 2007, Sect. 6.2, their
+    eq. 43; the score cap-ml ranks intervals with): per interval ``(upper - lower) + (2/α)(lower - true)`` if the
+    true value lies below it, ``+ (2/α)(true - upper)`` if above, the width alone if it covers. Lower is better:
+    it charges the width, and a miss by its distance, weighted so that the expected score is minimised by the
+    α/2 and 1-α/2 quantiles of the true value's distribution (a proper score). Units: those of the measure.
+
+    ``lower``, ``upper``, ``true``: arrays of one shape (k,). Returns float (k,). Raises ValueError for unequal
+    shapes, lower > upper, non-finite values or alpha outside (0, 1)."""
+    a = check_fraction(alpha, "alpha")
+    lo, hi, t = (np.asarray(v, dtype=float) for v in (lower, upper, true))
+    if not lo.shape == hi.shape == t.shape or lo.ndim != 1 or lo.size == 0:
+        raise ValueError(f"lower, upper and true must be 1-d arrays of one shape, got {lo.shape}, {hi.shape}, {t.shape}")
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(np.isfinite(t))):
+        raise ValueError("lower, upper and true must be finite (an unbounded side: clip it to the measure's range)")
+    if np.any(lo > hi + 1e-12):
+        raise ValueError("lower must not exceed upper")
+    return (hi - lo) + (2 / a) * (np.clip(lo - t, 0, None) + np.clip(t - hi, 0, None))
+
+
+def dataset_scores(results, alpha: float = 0.05, by=("task", "method", "size", "measure")):
+    """Per dataset, ``construction`` and group of ``by``: ``C`` (coverage), ``A`` (mean width), ``W`` (mean
+    :func:`winkler_score`), ``oracle`` (twice the 1-α quantile of the point prediction's absolute errors on the
+    dataset's samples, as :func:`summarise_intervals`), ``AE`` (mean absolute error) and ``n`` (samples).
+
+    ``results``: one row per sample with ``dataset, construction, true, predicted, lower, upper`` and the ``by``
+    columns (the tidy rows of ``benchmarks/interval_study.py``). The oracle is per (dataset, group, construction):
+    a construction around another point prediction (NannyML's) gets its own. Returns a DataFrame; raises
+    ValueError for missing columns or alpha outside (0, 1)."""
+    a = check_fraction(alpha, "alpha")
+    by = list(by)
+    need = {"dataset", "construction", "true", "predicted", "lower", "upper", *by}
+    if not hasattr(results, "columns") or not need <= set(results.columns):
+        raise ValueError(f"results must have the columns {sorted(need)}")
+    r = results.assign(inside=_inside(results["lower"], results["upper"], results["true"]),
+                       width=results["upper"] - results["lower"], err=(results["predicted"] - results["true"]).abs(),
+                       W=winkler_score(results["lower"], results["upper"], results["true"], a))
+    keys = list(dict.fromkeys(by + ["construction", "dataset"]))
+    return r.groupby(keys, sort=False).agg(
+        C=("inside", "mean"), A=("width", "mean"), W=("W", "mean"), AE=("err", "mean"), n=("inside", "size"),
+        oracle=("err", lambda e: 2 * float(np.quantile(e, 1 - a)))).reset_index()
+
+
+def compare_constructions(scores, by=("task", "method", "size", "measure")):
+    """The figures of merit of interval constructions pooled over datasets, per group of ``by`` and
+    ``construction``, from :func:`dataset_scores`' rows: ``C`` (coverage of all samples pooled), ``C_se`` (its
+    standard error with the datasets as clusters: the samples of one dataset share its pools, so they are not
+    independent), ``worst_C`` and ``worst`` (the lowest coverage of one dataset, and that dataset), ``A`` (mean
+    width), ``oracle`` (mean oracle width), ``ratio`` = ``A`` / ``oracle`` (both averaged over the same samples),
+    ``W`` (mean Winkler score), ``datasets`` and ``n`` (samples). Returns a DataFrame; raises ValueError for
+    missing columns."""
+    by = list(by)
+    need = {"dataset", "construction", "C", "A", "W", "oracle", "n", *by}
+    if not hasattr(scores, "columns") or not need <= set(scores.columns):
+        raise ValueError(f"scores must be dataset_scores' rows, with the columns {sorted(need)}")
+    per = scores.reset_index(drop=True)
+    per = per.assign(**{f"w{c}": per[c] * per["n"] for c in ("A", "C", "W", "oracle")})
+    g = per.groupby(by + ["construction"], sort=False)
+    out = g[["wA", "wC", "wW", "woracle", "n"]].sum()
+    out = pd.DataFrame({"C": out["wC"] / out["n"], "A": out["wA"] / out["n"], "oracle": out["woracle"] / out["n"],
+                        "W": out["wW"] / out["n"], "n": out["n"]})
+    k = g["C"].size()
+    out["C_se"] = g["C"].std(ddof=1).fillna(0.0) / np.sqrt(k)
+    out["datasets"] = k
+    worst = per.loc[g["C"].idxmin().reindex(out.index)]  # the groups in out's order
+    out["worst_C"], out["worst"] = worst["C"].to_numpy(), worst["dataset"].to_numpy()
+    out["ratio"] = out["A"] / out["oracle"]
+    return out.reset_index()[by + ["construction", "C", "C_se", "worst_C", "worst", "A", "oracle", "ratio", "W",
+                                   "datasets", "n"]]
+
+
 def _inside(lower, upper, true):
     """Whether ``lower <= true <= upper``, elementwise, with round-off slack 1e-12 (bounds are clipped sums)."""
     return (lower <= true + 1e-12) & (true <= upper + 1e-12)
@@ -147,20 +218,20 @@ def _inside(lower, upper, true):
 #: cross-conformal, residual bootstrap, Monte Carlo cross-conformal with and without the pool correction).
 KINDS = ("bootstrap", "propagated", "conformal", "conformal-refit", "conformal-cv", "residual-bootstrap",
          "conformal-mc", "conformal-mc-pool", "conformal-mc-bins", "conformal-mc-floor", "conformal-mc-stud",
-         "conformal-mc-both")
+         "conformal-mc-both", "conformal-rates")
 MC_BINS = 4  # bins of the shift proxy of the "conformal-mc-bins" kind
 #: kinds whose point prediction is the method fitted on all of V on every test sample (the oracle's reference):
 #: not the split kind (fitted on half of V) nor the bootstrap ones (run on the first samples only)
 _ON_V_KINDS = [k for k in KINDS if k not in ("bootstrap", "propagated", "conformal")]
 _SCHEMES = {"conformal": "split", "conformal-refit": "split", "conformal-cv": "cv", "residual-bootstrap": "bootstrap",
             "conformal-mc": "mc", "conformal-mc-pool": "mc", "conformal-mc-bins": "mc", "conformal-mc-floor": "mc",
-            "conformal-mc-stud": "mc", "conformal-mc-both": "mc"}
+            "conformal-mc-stud": "mc", "conformal-mc-both": "mc", "conformal-rates": "rates"}
 #: options (pool_correction, bins, score, floor) of the Monte Carlo kinds, which share one set of fits
 _MC_OPTIONS = {"conformal-mc": (False, 1, "absolute", False), "conformal-mc-pool": (True, 1, "absolute", False),
                "conformal-mc-bins": (False, MC_BINS, "absolute", False),
                "conformal-mc-floor": (False, 1, "absolute", True),
                "conformal-mc-stud": (False, 1, "studentised", True),
-               "conformal-mc-both": (False, 1, "both", True)}
+               "conformal-mc-both": (False, 1, "both", True), "conformal-rates": (False, 1, "absolute", True)}
 
 
 def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap", "conformal", "conformal-mc"),
@@ -180,8 +251,10 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
     "conformal-mc" = ``n_splits`` random halvings of V, "conformal-mc-pool" = the same with the pool
     correction, "conformal-mc-bins" = with Mondrian bins, "conformal-mc-floor" = with the finite-evidence
     floor, "conformal-mc-stud" = studentised scores and the floor, "conformal-mc-both" = the union of the
-    absolute and studentised intervals and the floor; the "mc" kinds share their fits) run on every sample.
-    "conformal-mc-both" is what :meth:`capshift.base.CAPEstimator.predict_interval` computes.
+    absolute and studentised intervals and the floor; the "mc" kinds share their fits; "conformal-rates" = the
+    "rates" scheme, no refit, with the floor) run on every sample. "conformal-rates" is what
+    :meth:`capshift.base.CAPEstimator.predict_interval` computes for the LEAP and CBPE families
+    (:data:`capshift.conformal.RATES_INTERVALS`), "conformal-mc-both" for the other methods.
 
     Returns a tidy DataFrame: ``dataset, method, kind, sample, true, predicted, lower, upper, ae`` (``predicted``
     is the point prediction the interval is built around: the method fitted on V, or on half of V for the
@@ -216,7 +289,8 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
                     ci = mc.with_options(pool, bins, score, floor)
                 else:
                     ci = ConformalInterval(base, n_cal=n_cal, refit=kind == "conformal-refit", scheme=_SCHEMES[kind],
-                                           n_splits=n_splits if kind.startswith("conformal-mc") else 5,
+                                           n_splits=n_splits if kind.startswith(("conformal-mc", "conformal-rates"))
+                                           else 5,
                                            pool_correction=pool, bins=bins, score=score, floor=floor,
                                            random_state=seed)
                     with warnings.catch_warnings():

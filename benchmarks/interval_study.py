@@ -1,0 +1,267 @@
+"""Interval constructions compared on the 23 offline datasets, with NannyML's CBPE band on the same samples (issue 31).
+
+Usage (from the repository root)::
+
+    PYTHONPATH=lib .venv/bin/python benchmarks/interval_study.py run --work $TMPDIR/intervals --n-jobs 2
+    /work/nannyml-venv/bin/python benchmarks/interval_study.py nannyml --work $TMPDIR/intervals
+    PYTHONPATH=lib .venv/bin/python benchmarks/interval_study.py collect --work $TMPDIR/intervals
+
+``all`` runs the three (``--nannyml-python`` names NannyML's interpreter; see benchmarks/README.md for its venv).
+
+Stage ``run`` (capshift's venv), per dataset (joblib, ``--n-jobs`` processes, one BLAS thread each): the LEAP
+paper's L / V / U split, a logistic regression h trained on L, ``--n-samples`` UPP test samples from U at each
+size of ``--sizes``; for O-LEAP_KDEy and SLD-CBPE, the method fitted on V and one Monte Carlo cross-conformal
+calibrator (:class:`capshift.conformal.ConformalInterval`, 10 random halvings of V, 500 calibration samples per
+size and measure) whose fits every construction of :data:`CANDIDATES` shares
+(:meth:`~capshift.conformal.ConformalInterval.with_options`); the 95% interval of every construction on every test
+sample, for accuracy and F1 (binary F1 of class 1, macro-F1 for multiclass, as the LEAP paper). It writes h's
+posteriors on V and on the samples for NannyML. Stage ``nannyml`` (NannyML 0.13.1's venv, no capshift import):
+``nannyml.CBPE`` fitted on V's posteriors and labels, estimating every sample as one chunk; its band is NannyML's
+``lower/upper_confidence_boundary`` (the estimate +- 3 standard errors of the metric on chunks of that size, clipped
+to the metric's range). Stage ``collect``: one tidy CSV, a row per (dataset, method, construction, size, measure,
+sample) in the work folder, summarised per dataset (``capshift.uncertainty.dataset_scores``: coverage, mean width,
+Winkler score, oracle width, AE) into ``book/measured/interval_study.csv``, and for the default, the previous default
+and NannyML's band also per amount of shift (:data:`SHIFT_EDGES`) into ``book/measured/interval_study_by_shift.csv``,
+each with a header of the command, commit, wall time and machine.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "book" / "measured" / "interval_study.csv"
+METHODS = ["O-LEAP_KDEy", "SLD-CBPE"]
+MEASURES = ["accuracy", "f1"]
+#: Constructions: the scheme of ConformalInterval, then the options of ConformalInterval.with_options
+#: (pool_correction, bins, score, floor, bin_by). Constructions of one scheme share its fits and calibration samples.
+CANDIDATES = {
+    "mc-both-floor": ("mc", False, 1, "both", True, "predicted"),  # the default before issue 31
+    "mc": ("mc", False, 1, "absolute", False, "predicted"),
+    "mc-floor": ("mc", False, 1, "absolute", True, "predicted"),
+    "mc-pool-floor": ("mc", True, 1, "absolute", True, "predicted"),
+    "mc-pool-both-floor": ("mc", True, 1, "both", True, "predicted"),
+    "mc-bins-floor": ("mc", False, 4, "absolute", True, "predicted"),
+    "mc-prevbins-floor": ("mc", False, 4, "absolute", True, "prevalence"),
+    "mc-pool-prevbins-floor": ("mc", True, 4, "absolute", True, "prevalence"),
+    "mc-pool-prevbins-both-floor": ("mc", True, 4, "both", True, "prevalence"),
+    "rates": ("rates", False, 1, "absolute", False, "predicted"),
+    "rates-floor": ("rates", False, 1, "absolute", True, "predicted"),
+    "rates-both-floor": ("rates", False, 1, "both", True, "predicted"),
+    "rates-prevbins-floor": ("rates", False, 4, "absolute", True, "prevalence"),
+}
+
+
+def _one_dataset(name: str, args) -> str:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+    from threadpoolctl import threadpool_limits
+
+    from capshift import datasets, evaluation, protocols, registry
+    from capshift.conformal import ConformalInterval
+    from capshift.tables import contingency_table, get_measure
+
+    work = Path(args.work)
+    out = work / f"{name}_capshift{'_' + args.tag if args.tag else ''}.parquet"
+    if out.exists():
+        return f"{name}: cached"
+    warnings.filterwarnings("ignore")
+    t0 = time.perf_counter()
+    with threadpool_limits(1):
+        s = datasets.load(name, seed=args.seed)
+        h = evaluation.train_classifier("lr", args.seed, s.X_L, s.y_L)
+        n = s.n_classes
+        p_val = np.bincount(s.y_V, minlength=n) / len(s.y_V)
+        pred_U = h.predict(s.X_U)
+        samples, true_tables, shifts = {}, {}, {}
+        for size in args.sizes:
+            idx = protocols.upp_indices(s.y_U, size, args.n_samples, args.seed, n_classes=n)
+            samples[size] = [s.X_U[i] for i in idx]
+            true_tables[size] = np.stack([contingency_table(s.y_U[i], pred_U[i], n) for i in idx])
+            shifts[size] = np.abs(true_tables[size].sum(axis=2) - p_val).sum(axis=1)
+        rows, seconds = [], {}
+        for m in METHODS:
+            t1 = time.perf_counter()
+            base = registry.make_method(m, h, random_state=args.seed)
+            full = registry.make_method(m, h, random_state=args.seed).fit(s.X_V, s.y_V)
+            seconds[m] = {"method fit": time.perf_counter() - t1}
+            cis = {}
+            for scheme in dict.fromkeys(CANDIDATES[c][0] for c in args.candidates):
+                t1 = time.perf_counter()
+                cis[scheme] = ConformalInterval(base, scheme=scheme, n_splits=10, n_cal=500, random_state=args.seed)
+                cis[scheme].fit(s.X_V, s.y_V, point_estimator=full)
+                seconds[m][f"{scheme} fit"] = time.perf_counter() - t1
+            for size in args.sizes:
+                for measure in MEASURES:
+                    true = np.asarray(get_measure(measure)(true_tables[size]), dtype=float)
+                    point = np.asarray(full.predict_batch(samples[size], measure), dtype=float)
+                    for cand in args.candidates:
+                        scheme, *opts = CANDIDATES[cand]
+                        t2 = time.perf_counter()
+                        b = cis[scheme].with_options(*opts).bounds(samples[size], point, measure, 0.05)
+                        seconds[m][f"{cand}/{size}/{measure}"] = time.perf_counter() - t2
+                        rows.append(pd.DataFrame({
+                            "dataset": name, "task": "binary" if n == 2 else "multiclass", "method": m,
+                            "construction": cand, "size": size, "measure": measure,
+                            "sample": np.arange(len(point)), "true": true, "predicted": point,
+                            "lower": b[:, 0], "upper": b[:, 1], "shift": shifts[size]}))
+        cls = [f"p{c}" for c in range(n)]
+        ref = pd.DataFrame(h.predict_proba(s.X_V), columns=cls)
+        ref["y_pred"], ref["y_true"] = h.predict(s.X_V), s.y_V
+        ref.to_parquet(work / f"{name}_reference.parquet", index=False)
+        for size in args.sizes:
+            Xa = np.vstack(samples[size])
+            ana = pd.DataFrame(h.predict_proba(Xa), columns=cls)
+            ana["y_pred"] = h.predict(Xa)
+            ana.to_parquet(work / f"{name}_analysis_{size}.parquet", index=False)
+            pd.DataFrame({"sample": range(args.n_samples), "shift": shifts[size],
+                          **{f"true_{ms}": np.asarray(get_measure(ms)(true_tables[size]), dtype=float)
+                             for ms in MEASURES}}).to_parquet(work / f"{name}_truth_{size}.parquet", index=False)
+        (work / f"{name}_seconds{'_' + args.tag if args.tag else ''}.json").write_text(json.dumps(seconds))
+        pd.concat(rows, ignore_index=True).to_parquet(out, index=False)
+    return f"{name}: {time.perf_counter() - t0:.0f} s"
+
+
+def run(args) -> None:
+    from joblib import Parallel, delayed
+    Path(args.work).mkdir(parents=True, exist_ok=True)
+    (Path(args.work) / f"run{'_' + args.tag if args.tag else ''}.json").write_text(json.dumps(vars(args)))
+    for msg in Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")(
+            delayed(_one_dataset)(name, args) for name in args.datasets):
+        print(msg, flush=True)
+
+
+def run_nannyml(args) -> None:
+    """In NannyML's venv: no capshift import here."""
+    os.environ.setdefault("NML_DISABLE_USAGE_LOGGING", "1")  # NannyML sends usage statistics unless told not to
+    import warnings
+
+    import nannyml as nml
+    import pandas as pd
+    warnings.filterwarnings("ignore")
+    work = Path(args.work)
+    for name in args.datasets:
+        ref = pd.read_parquet(work / f"{name}_reference.parquet")
+        cls = [c for c in ref.columns if c.startswith("p") and c[1:].isdigit()]
+        binary = len(cls) == 2
+        frames = []
+        for size in args.sizes:
+            ana = pd.read_parquet(work / f"{name}_analysis_{size}.parquet")
+            t0 = time.perf_counter()
+            metrics = ["accuracy", "f1"]
+            est = nml.CBPE(metrics=metrics, y_pred_proba="p1" if binary else {int(c[1:]): c for c in cls},
+                           y_pred="y_pred", y_true="y_true", chunk_size=size,
+                           problem_type="classification_binary" if binary else "classification_multiclass")
+            est.fit(ref)
+            res = est.estimate(ana).filter(period="analysis").to_df()
+            sec = time.perf_counter() - t0
+            for metric, measure in zip(metrics, ["accuracy", "f1"]):
+                frames.append(pd.DataFrame({
+                    "dataset": name, "size": size, "measure": measure, "sample": range(len(res)),
+                    "predicted": res[(metric, "value")].to_numpy(),
+                    "lower": res[(metric, "lower_confidence_boundary")].to_numpy(),
+                    "upper": res[(metric, "upper_confidence_boundary")].to_numpy(), "seconds": sec}))
+        pd.concat(frames, ignore_index=True).to_parquet(work / f"{name}_nannyml.parquet", index=False)
+        print(f"nannyml {name}", flush=True)
+    (work / "nannyml.json").write_text(json.dumps({"nannyml": nml.__version__, "python": platform.python_version()}))
+
+
+#: Amount of shift (L1 distance between the sample's and V's prevalence) of the by-shift file: about terciles of
+#: the UPP samples' shift over the 23 datasets.
+SHIFT_EDGES = (0.4, 0.7)
+SHIFT_LABELS = ("low (< 0.4)", "moderate (0.4-0.7)", "strong (>= 0.7)")
+#: Constructions kept per sample for the by-shift comparison with NannyML's band.
+BY_SHIFT = ("mc-both-floor", "rates-floor", "nannyml-band")
+
+
+def collect(args, wall=None) -> None:
+    import numpy as np
+    import pandas as pd
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _recording import git_commit, machine, write_recording
+
+    from capshift.uncertainty import dataset_scores
+    work = Path(args.work)
+    frames = []
+    for name in args.datasets:
+        ours = pd.concat([pd.read_parquet(f) for f in sorted(work.glob(f"{name}_capshift*.parquet"))],
+                         ignore_index=True)
+        nm = pd.read_parquet(work / f"{name}_nannyml.parquet").drop(columns="seconds")
+        task = ours["task"].iloc[0]
+        truth = pd.concat([pd.read_parquet(work / f"{name}_truth_{size}.parquet").assign(size=size)
+                           for size in args.sizes])
+        truth = truth.melt(id_vars=["sample", "shift", "size"], var_name="measure", value_name="true")
+        truth["measure"] = truth["measure"].str.removeprefix("true_")
+        nm = nm.merge(truth, on=["size", "measure", "sample"], validate="one_to_one")
+        nm = nm.assign(task=task, method="NannyML-CBPE", construction="nannyml-band")
+        nm["lower"], nm["upper"] = nm["lower"].fillna(0.0), nm["upper"].fillna(1.0)  # NaN: no bound that side
+        frames += [ours, nm[ours.columns]]
+    df = pd.concat(frames, ignore_index=True)
+    by = ["task", "method", "size", "measure"]
+    scores = dataset_scores(df, 0.05, by)
+    df["shift_bin"] = pd.Categorical.from_codes(np.digitize(df["shift"], SHIFT_EDGES), SHIFT_LABELS)
+    shift = dataset_scores(df[df["construction"].isin(BY_SHIFT)], 0.05, by + ["shift_bin"])
+    run_args = json.loads((work / "run.json").read_text())
+    versions = json.loads((work / "nannyml.json").read_text())
+    cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])
+    what = (f"{len(args.datasets)} offline datasets, LR, {run_args['n_samples']} UPP samples of each size "
+            f"{args.sizes}, 95% intervals, accuracy and F1")
+    tail = [f"commit {git_commit()}; NannyML {versions['nannyml']} in its own venv (Python {versions['python']})",
+            f"wall time: {'%.0f s' % wall if wall else 'see book/measured/runs.yml'}; machine: {machine()}"]
+    write_recording(args.out, [f"capshift: interval constructions and NannyML CBPE's band on the same samples "
+                               f"({what}), per dataset (uncertainty.dataset_scores), measured {date.today()}",
+                               f"command: {cmd}", *tail], scores.round(6))
+    out_shift = Path(args.out).with_name(Path(args.out).stem + "_by_shift.csv")
+    write_recording(out_shift, [f"capshift: the default interval, the previous default and NannyML CBPE's band "
+                                f"by amount of shift ({what}), per dataset and shift bin (L1 distance of the "
+                                f"sample's prevalence to V's: edges {SHIFT_EDGES}), measured {date.today()}",
+                                f"command: {cmd}", *tail], shift.round(6))
+    print(f"wrote {len(scores)} rows to {args.out} and {len(shift)} to {out_shift}")
+
+
+def main(argv=None):
+    sys.path.insert(0, str(ROOT / "lib"))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("stage", choices=["run", "nannyml", "collect", "all"])
+    ap.add_argument("--work", required=True, help="folder of the intermediate files (a re-run reuses them)")
+    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--datasets", nargs="+", default=None, help="default: the 23 offline LEAP datasets")
+    ap.add_argument("--sizes", nargs="+", type=int, default=[100, 500])
+    ap.add_argument("--n-samples", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--nannyml-python", default=None)
+    ap.add_argument("--candidates", nargs="+", default=list(CANDIDATES), choices=list(CANDIDATES))
+    ap.add_argument("--tag", default="", help="suffix of this run's files in --work (runs with other candidates)")
+    args = ap.parse_args(argv)
+    if args.datasets is None:
+        if args.stage == "nannyml":
+            args.datasets = json.loads((Path(args.work) / "run.json").read_text())["datasets"]
+        else:
+            from capshift import datasets
+            args.datasets = datasets.names(offline=True)
+    t0 = time.perf_counter()
+    if args.stage in ("run", "all"):
+        run(args)
+    if args.stage == "nannyml":
+        run_nannyml(args)
+    if args.stage == "all":
+        import subprocess
+        subprocess.run([args.nannyml_python, __file__, "nannyml", "--work", args.work, "--sizes",
+                        *map(str, args.sizes), "--datasets", *args.datasets], check=True)
+    if args.stage in ("collect", "all"):
+        collect(args, time.perf_counter() - t0 if args.stage == "all" else None)
+
+
+if __name__ == "__main__":
+    main()
