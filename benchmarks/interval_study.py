@@ -181,7 +181,7 @@ def run_nannyml(args) -> None:
 SHIFT_EDGES = (0.4, 0.7)
 SHIFT_LABELS = ("low (< 0.4)", "moderate (0.4-0.7)", "strong (>= 0.7)")
 #: Constructions kept per sample for the by-shift comparison with NannyML's band.
-BY_SHIFT = ("mc-both-floor", "rates-floor", "nannyml-band")
+BY_SHIFT = ("mc-both-floor", "rates-floor", "rates-prevbins-floor", "nannyml-band")
 
 
 def collect(args, wall=None) -> None:

@@ -491,3 +491,32 @@ def test_rates_scheme_covers_a_synthetic_pps_problem(gaussian_problem):
     b = ci.predict_interval_batch([X_U[i] for i in idx], alpha=0.1)
     sc = U.interval_scores(b[:, 0], b[:, 1], true)
     assert sc["C"] >= 0.9 - 3 * np.sqrt(0.09 / 200) and sc["A"] < 0.3
+
+
+def test_predict_interval_default_per_family(gaussian_problem):
+    from capshift import conformal, registry
+    h, X_V, y_V, X_U, _ = gaussian_problem
+    for name in ("O-LEAP_KDEy", "LEAP_ACC", "S-LEAP_CC", "SLD-CBPE", "CBPE", "L-CBPE"):
+        assert registry.make_method(name, h).interval_params == conformal.RATES_INTERVALS, name
+    for name in ("DoC", "ATC", "Naive", "DS"):
+        assert registry.make_method(name, h).interval_params == conformal.MC_INTERVALS, name
+    # the rates default refits nothing: its calibrator is the method fitted on V
+    est = registry.make_method("LEAP_ACC", h, random_state=0)
+    est.interval_params = {**est.interval_params, "n_cal": 30, "n_splits": 3}
+    est.fit(X_V, y_V).predict_interval(X_U[:100])
+    assert est.interval_.scheme == "rates" and est.interval_.estimator_ is est and est.interval_.folds_ == []
+
+
+def test_mondrian_bin_with_too_few_scores_falls_back_to_all(gaussian_problem):
+    h, X_V, y_V, X_U, _ = gaussian_problem
+    full = experiment.make_method("LEAP_ACC", h, random_state=0).fit(X_V, y_V)
+    # 8 calibration samples x 2 halvings = 16 scores, 4 per bin: too few for alpha = .05 (19 needed) in a bin,
+    # and too few in all; with alpha = .2 (4 needed in all, 4 in a bin) the bins hold
+    ci = U.ConformalInterval(experiment.make_method("LEAP_ACC", h), scheme="rates", n_splits=2, n_cal=8, bins=4,
+                             bin_by="prevalence", random_state=0).fit(X_V, y_V, point_estimator=full)
+    r = ci._residuals(100, "accuracy")
+    # alpha = .15: a bin of 4 scores needs rank ceil(5 x .85) = 5 (inf), all 16 need rank 15 (finite)
+    assert len(r) == 16 and np.isfinite(U.conformal_quantile(r, 0.15))
+    assert ci.quantiles([X_U[:100]], "accuracy", 0.15)[0] == U.conformal_quantile(r, 0.15)
+    # alpha = .25: rank ceil(5 x .75) = 4 of the bin's 4 scores, the bin's own quantile (finite)
+    assert np.isfinite(ci.quantiles([X_U[:100]], "accuracy", 0.25)[0])

@@ -231,7 +231,8 @@ _MC_OPTIONS = {"conformal-mc": (False, 1, "absolute", False), "conformal-mc-pool
                "conformal-mc-bins": (False, MC_BINS, "absolute", False),
                "conformal-mc-floor": (False, 1, "absolute", True),
                "conformal-mc-stud": (False, 1, "studentised", True),
-               "conformal-mc-both": (False, 1, "both", True), "conformal-rates": (False, 1, "absolute", True)}
+               "conformal-mc-both": (False, 1, "both", True), "conformal-rates": (False, 4, "absolute", True)}
+_BIN_BY = {"conformal-rates": "prevalence"}  # the shift proxy of the kinds with bins (others: "predicted")
 
 
 def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap", "conformal", "conformal-mc"),
@@ -252,7 +253,7 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
     correction, "conformal-mc-bins" = with Mondrian bins, "conformal-mc-floor" = with the finite-evidence
     floor, "conformal-mc-stud" = studentised scores and the floor, "conformal-mc-both" = the union of the
     absolute and studentised intervals and the floor; the "mc" kinds share their fits; "conformal-rates" = the
-    "rates" scheme, no refit, with the floor) run on every sample. "conformal-rates" is what
+    "rates" scheme, no refit, with Mondrian bins by the estimated prevalence and the floor) run on every sample. "conformal-rates" is what
     :meth:`capshift.base.CAPEstimator.predict_interval` computes for the LEAP and CBPE families
     (:data:`capshift.conformal.RATES_INTERVALS`), "conformal-mc-both" for the other methods.
 
@@ -286,13 +287,13 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
             else:
                 pool, bins, score, floor = _MC_OPTIONS.get(kind, (False, 1, "absolute", False))
                 if kind.startswith("conformal-mc") and mc is not None:
-                    ci = mc.with_options(pool, bins, score, floor)
+                    ci = mc.with_options(pool, bins, score, floor, _BIN_BY.get(kind, "predicted"))
                 else:
                     ci = ConformalInterval(base, n_cal=n_cal, refit=kind == "conformal-refit", scheme=_SCHEMES[kind],
                                            n_splits=n_splits if kind.startswith(("conformal-mc", "conformal-rates"))
                                            else 5,
                                            pool_correction=pool, bins=bins, score=score, floor=floor,
-                                           random_state=seed)
+                                           bin_by=_BIN_BY.get(kind, "predicted"), random_state=seed)
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         ci.fit(split.X_V, split.y_V, point_estimator=full)
