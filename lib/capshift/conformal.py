@@ -20,9 +20,10 @@ intervals too narrow and leaves better ones to future work. This module holds
   it the sample's prevalence (adjusted classify and count, Forman 2008).
 
 :meth:`capshift.base.CAPEstimator.predict_interval` uses, for the LEAP and CBPE families, the "rates" scheme (no
-refit: in-sample residuals on V's own samples plus the rate discrepancy of halvings of V) with the evidence floor
-(:data:`RATES_INTERVALS`, chosen on the recorded comparison of the uncertainty chapter, issue 31), and for the
-other methods Monte Carlo cross-conformal with the union score and the floor (:data:`MC_INTERVALS`). This module sits below
+refit: in-sample residuals on V's own samples plus the rate discrepancy of halvings of V) with Mondrian bins by the
+estimated prevalence and the evidence floor (:data:`RATES_INTERVALS`, chosen on the recorded comparison of the
+uncertainty chapter, issue 31), and for the other methods Monte Carlo cross-conformal with the union score and the
+floor (:data:`MC_INTERVALS`). This module sits below
 :mod:`capshift.base` (which builds a :class:`ConformalInterval` around itself), so it knows the estimator only by
 its methods; the interval study (the paper's bootstrap, the comparison of kinds, coverage) is
 :mod:`capshift.uncertainty`. Intervals are clipped to [0, 1] (every measure of :mod:`capshift.tables` lies there).
@@ -178,7 +179,9 @@ class ConformalInterval(BaseEstimator):
     the method fitted on the fit part and the calibration part), ``calibration_`` (dict ``(size, measure) ->``
     the calibration samples' predictions, true values, pool values and shift proxies), ``scale_`` (the pool
     correction factor, 1 without it), ``val_counts_`` (h's validation table on V in counts, (n, n)),
-    ``fit_counts_`` (the same on each fold's fit part), ``n_fit_`` (mean number of items of the fit parts).
+    ``fit_counts_`` (the same on each fold's fit part), ``n_fit_`` (mean number of items of the fit parts);
+    for the "rates" scheme ``half_counts_`` (h's tables in counts on the two halves of each halving) and ``val_data_``
+    (V's items, labels and h's predictions, from which the calibration samples are drawn).
     """
 
     def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
@@ -247,7 +250,7 @@ class ConformalInterval(BaseEstimator):
             self.estimator_ = (point_estimator if point_estimator is not None
                                else unfitted_copy(self.estimator, seed).fit(X_val, y_val))
             self.calibrator_ = self.estimator_
-            self._val = (X_val, y_val, pred)
+            self.val_data_ = (X_val, y_val, pred)  # the calibration samples are drawn from V (per size)
             self.scale_ = self._pool_scale(*self.part_sizes_)
             return self
         if self.scheme == "split":
@@ -368,7 +371,7 @@ class ConformalInterval(BaseEstimator):
         length ``n_splits * n_cal``, halving-major."""
         f = get_measure(measure)
         seed = check_seed(self.random_state, "random_state")
-        X, y, p_v = self._val
+        X, y, p_v = self.val_data_
         n = self.n_classes_
         idx = upp_indices(y, size, self.n_cal, seed=seed, n_classes=n)
         tables = np.stack([contingency_table(y[i], p_v[i], n) for i in idx])
