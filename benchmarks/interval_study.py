@@ -142,28 +142,19 @@ def run(args) -> None:
 
 
 def run_nannyml(args) -> None:
-    """In NannyML's venv: no capshift import here."""
-    os.environ.setdefault("NML_DISABLE_USAGE_LOGGING", "1")  # NannyML sends usage statistics unless told not to
-    import warnings
-
-    import nannyml as nml
+    """In NannyML's venv: no capshift import here (benchmarks/_nannyml.py)."""
     import pandas as pd
-    warnings.filterwarnings("ignore")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _nannyml import cbpe, version
     work = Path(args.work)
     for name in args.datasets:
         ref = pd.read_parquet(work / f"{name}_reference.parquet")
-        cls = [c for c in ref.columns if c.startswith("p") and c[1:].isdigit()]
-        binary = len(cls) == 2
         frames = []
         for size in args.sizes:
             ana = pd.read_parquet(work / f"{name}_analysis_{size}.parquet")
             t0 = time.perf_counter()
             metrics = ["accuracy", "f1"]
-            est = nml.CBPE(metrics=metrics, y_pred_proba="p1" if binary else {int(c[1:]): c for c in cls},
-                           y_pred="y_pred", y_true="y_true", chunk_size=size,
-                           problem_type="classification_binary" if binary else "classification_multiclass")
-            est.fit(ref)
-            res = est.estimate(ana).filter(period="analysis").to_df()
+            res = cbpe(ref, ana, size, metrics)
             sec = time.perf_counter() - t0
             for metric, measure in zip(metrics, ["accuracy", "f1"]):
                 frames.append(pd.DataFrame({
@@ -173,7 +164,7 @@ def run_nannyml(args) -> None:
                     "upper": res[(metric, "upper_confidence_boundary")].to_numpy(), "seconds": sec}))
         pd.concat(frames, ignore_index=True).to_parquet(work / f"{name}_nannyml.parquet", index=False)
         print(f"nannyml {name}", flush=True)
-    (work / "nannyml.json").write_text(json.dumps({"nannyml": nml.__version__, "python": platform.python_version()}))
+    (work / "nannyml.json").write_text(json.dumps({"nannyml": version(), "python": platform.python_version()}))
 
 
 #: Amount of shift (L1 distance between the sample's and V's prevalence) of the by-shift file: about terciles of

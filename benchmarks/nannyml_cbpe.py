@@ -80,32 +80,22 @@ def prepare(args) -> None:
 
 
 def run_nannyml(args) -> None:
-    """Stage 2, in NannyML's venv: no capshift import here."""
-    import os
-    import warnings
-    os.environ.setdefault("NML_DISABLE_USAGE_LOGGING", "1")  # NannyML sends usage statistics unless told not to
-
-    import nannyml as nml
+    """Stage 2, in NannyML's venv: no capshift import here (benchmarks/_nannyml.py)."""
     import pandas as pd
-    warnings.filterwarnings("ignore")
+
+    from _nannyml import cbpe, version
     work = Path(args.work)
     for name in args.datasets:
         ref = pd.read_parquet(work / f"{name}_reference.parquet")
         ana = pd.read_parquet(work / f"{name}_analysis.parquet")
-        cls = [c for c in ref.columns if c.startswith("p") and c[1:].isdigit()]
-        binary = len(cls) == 2
         t0 = time.perf_counter()
-        est = nml.CBPE(metrics=["accuracy"], y_pred_proba="p1" if binary else {int(c[1:]): c for c in cls},
-                       y_pred="y_pred", y_true="y_true", chunk_size=args.sample_size,
-                       problem_type="classification_binary" if binary else "classification_multiclass")
-        est.fit(ref)
-        res = est.estimate(ana.drop(columns="sample")).filter(period="analysis").to_df()
+        res = cbpe(ref, ana.drop(columns="sample"), args.sample_size)
         sec = time.perf_counter() - t0
         value = res[("accuracy", "value")].to_numpy()
         pd.DataFrame({"dataset": name, "sample": range(len(value)), "method": "NannyML-CBPE", "estimate": value,
                       "seconds": sec}).to_parquet(work / f"{name}_nannyml.parquet", index=False)
         print(f"nannyml {name}: {sec:.1f} s", flush=True)
-    (work / "nannyml.json").write_text(json.dumps({"nannyml": nml.__version__, "pandas": pd.__version__,
+    (work / "nannyml.json").write_text(json.dumps({"nannyml": version(), "pandas": pd.__version__,
                                                    "python": platform.python_version()}))
 
 

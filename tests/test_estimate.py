@@ -159,3 +159,65 @@ def test_pps_test_detects_a_shift_of_the_class_conditionals():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert pps_test(Xb, Xv, yv, [0.5, 0.5]).doubtful
+
+
+def test_pps_test_reads_at_most_max_items_of_a_batch():
+    """A large batch is tested on a seeded subsample of max_items items; its power at that size is stated."""
+    from scipy.stats import norm
+
+    from capshift.pps_check import detectable_auc
+    rng = np.random.default_rng(3)
+    yv = np.tile([0, 1], 1000)
+    Xv = rng.normal(size=(2000, 3)) + yv[:, None]
+    yb = np.tile([0, 1], 600)
+    Xb = rng.normal(size=(1200, 3)) + yb[:, None]
+    t = pps_test(Xb, Xv, yv, [0.5, 0.5], max_items=300, random_state=0)
+    assert t.n_batch == 1200 and t.n_reference == 300 and "a random 300" in t.note
+    other = pps_test(Xb, Xv, yv, [0.5, 0.5], max_items=300, random_state=1)
+    assert other.auc != t.auc  # the seed draws the subsample (and the reference)
+    assert pps_test(Xb, Xv, yv, [0.5, 0.5], max_items=None, random_state=0).n_reference == 1200
+    # 1.645 + 0.842 standard errors of the null AUC, se = sqrt((n1 + n0 + 1) / (12 n1 n0)) with n1 = n0 = 5000
+    se = np.sqrt(10001 / (12 * 5000 * 5000))
+    assert detectable_auc(10_000) == pytest.approx(0.5 + (norm.ppf(0.95) + norm.ppf(0.8)) * se)
+    assert detectable_auc(10_000) == pytest.approx(0.5144, abs=1e-4)
+    assert detectable_auc(1000) > detectable_auc(10_000)  # fewer items, only larger effects are seen
+    with pytest.raises(ValueError, match="max_items"):
+        pps_test(Xb, Xv, yv, [0.5, 0.5], max_items=10)
+
+
+def test_parquet_batches_are_read_one_at_a_time(tmp_path):
+    """A Parquet file cut by chunk_size gives the same batches as the table cut in memory, read lazily in order;
+    a directory's files are read when their turn comes, their columns known before (from the schema)."""
+    df = pd.DataFrame({"a": np.arange(10.0), "b": np.arange(10.0) ** 2})
+    df.to_parquet(tmp_path / "all.parquet", index=False, row_group_size=3)
+    sources = E.batch_sources(tmp_path / "all.parquet", chunk_size=4)
+    assert [s.name for s in sources] == ["rows 0-3", "rows 4-7", "rows 8-9"]
+    assert all(s.columns == ["a", "b"] and s.frame is None for s in sources)
+    with pytest.raises(RuntimeError, match="in order"):
+        sources[1].read()
+    got = [s.read() for s in sources]
+    for g, (_, want) in zip(got, E.read_batches(df, chunk_size=4)):
+        pd.testing.assert_frame_equal(g.reset_index(drop=True), want.reset_index(drop=True))
+    (tmp_path / "dir").mkdir()
+    df.iloc[:5].to_parquet(tmp_path / "dir" / "b1.parquet", index=False)
+    df.iloc[5:].to_csv(tmp_path / "dir" / "b2.csv", index=False)
+    lazy = E.batch_sources(tmp_path / "dir")
+    assert [(s.name, s.columns, s.frame) for s in lazy] == [("b1", ["a", "b"], None), ("b2", ["a", "b"], None)]
+    assert lazy[1].read()["a"].tolist() == [5.0, 6.0, 7.0, 8.0, 9.0]
+    df.iloc[:0].to_parquet(tmp_path / "dir" / "b0.parquet", index=False)
+    with pytest.raises(ValueError, match="'b0' is empty"):
+        E.batch_sources(tmp_path / "dir")
+
+
+def test_a_batch_with_other_columns_is_refused_before_any_batch_is_read(example, tmp_path, monkeypatch):
+    ex, files = example
+    bad = tmp_path / "batches"
+    bad.mkdir()
+    ex.batches[0].to_parquet(bad / "a.parquet", index=False)
+    ex.batches[1].drop(columns=ex.batches[1].columns[0]).to_parquet(bad / "b.parquet", index=False)
+    reads = []
+    real = E.read_table
+    monkeypatch.setattr(E, "read_table", lambda t, name: reads.append(name) or real(t, name))
+    with pytest.raises(ValueError, match="batch 'b' has columns that differ"):
+        E.estimate(files["model"], files["validation"], ex.label, bad)
+    assert not any("unlabelled" in r for r in reads)  # no batch was read: the schema told

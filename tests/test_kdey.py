@@ -157,3 +157,28 @@ def test_backend_names():
         check_kdey_backend("fast")
     with pytest.raises(TypeError, match="kdey_backend"):
         check_kdey_backend(None)
+
+
+def test_kdey_fits_a_stratified_subsample_of_a_large_v():
+    """max_fit_items: the KDEy quantifiers' densities hold a stratified subsample of V (every class its share,
+    at least 10), chosen by the seed; other quantifiers and a small V read all of V."""
+    from sklearn.linear_model import LogisticRegression
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(900, int), np.ones(285, int), np.full(15, 2)]
+    X = rng.normal(size=(len(y), 3)) + y[:, None]
+    q = Quantifier("kdey", random_state=0, max_fit_items=300)
+    sub = q.fit_subsample(y)
+    # shares 900/1200, 285/1200, 15/1200 of 300: 225, 71 (71.25), 10 (3.75 raised to 10)
+    assert np.bincount(y[sub]).tolist() == [225, 71, 10] and len(np.unique(sub)) == len(sub)
+    q.fit(X, y, 3)
+    assert sum(len(k.tree_.data) for k in q.q_.mix_densities) == 306  # the densities hold the subsample only
+    assert not np.array_equal(Quantifier("kdey", random_state=1, max_fit_items=300).fit_subsample(y), sub)
+    assert np.array_equal(Quantifier("kdey", random_state=0, max_fit_items=300).fit_subsample(y), sub)
+    assert Quantifier("kdey", max_fit_items=None).fit_subsample(y) is None
+    assert Quantifier("kdey", max_fit_items=1200).fit_subsample(y) is None  # V no larger than the cap
+    h = LogisticRegression().fit(X, y)
+    assert Quantifier("sld", h, max_fit_items=300).fit_subsample(y) is None
+    assert len(Quantifier("kdey-h", h, max_fit_items=300).fit_subsample(y)) == 306
+    assert Quantifier("kdey", max_fit_items=300).unfitted().max_fit_items == 300
+    with pytest.raises(ValueError, match="max_fit_items"):
+        Quantifier("kdey", max_fit_items=1).fit(X, y, 3)

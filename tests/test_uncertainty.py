@@ -520,3 +520,30 @@ def test_mondrian_bin_with_too_few_scores_falls_back_to_all(gaussian_problem):
     assert ci.quantiles([X_U[:100]], "accuracy", 0.15)[0] == U.conformal_quantile(r, 0.15)
     # alpha = .25: rank ceil(5 x .75) = 4 of the bin's 4 scores, the bin's own quantile (finite)
     assert np.isfinite(ci.quantiles([X_U[:100]], "accuracy", 0.25)[0])
+
+
+def test_calibration_size_is_capped(gaussian_problem):
+    """A sample larger than max_cal_size gets the half-width of a sample of max_cal_size items (its calibration
+    and bins), computed once; the floor is still at the sample's own size."""
+    h, X_V, y_V, X_U, _ = gaussian_problem
+    full = experiment.make_method("LEAP_ACC", h, random_state=0).fit(X_V, y_V)
+    ci = U.ConformalInterval(experiment.make_method("LEAP_ACC", h), scheme="rates", n_splits=3, n_cal=40, bins=2,
+                             bin_by="prevalence", max_cal_size=150, random_state=0).fit(X_V, y_V, point_estimator=full)
+    big, small = X_U[:600], X_U[600:750]
+    q_big = ci.quantiles([big], "accuracy", 0.1)[0]
+    assert set(ci.calibration_) == {(150, "accuracy")}  # no calibration at 600 items
+    # the cap's bins and scores: the same quantile as a 150-item sample with the 600-item sample's shift proxy
+    c = ci._calibration(150, "accuracy")
+    r = ci._residuals(150, "accuracy")
+    gamma = np.bincount(h.predict(big), minlength=2) / 600
+    edges = np.quantile(c["prev_dist"], [0.5])
+    b = np.searchsorted(edges, ci._test_dist(gamma, None), side="right")
+    assert q_big == U.conformal_quantile(r[np.searchsorted(edges, c["prev_dist"], side="right") == b], 0.1)
+    assert ci.quantiles([small], "accuracy", 0.1)[0] > 0 and set(ci.calibration_) == {(150, "accuracy")}
+    # without the cap, 600 items are calibrated at 600 (narrower: less sampling noise than 150 items)
+    exact = ci.with_options(False, bins=2, bin_by="prevalence")
+    exact.max_cal_size = None
+    exact.calibration_ = {}
+    assert exact.quantiles([big], "accuracy", 0.1)[0] < q_big and (600, "accuracy") in exact.calibration_
+    with pytest.raises(ValueError, match="max_cal_size"):
+        U.ConformalInterval(experiment.make_method("LEAP_ACC", h), scheme="rates", max_cal_size=1).fit(X_V, y_V)

@@ -64,6 +64,9 @@ RATES_INTERVALS = {"scheme": "rates", "n_splits": 10, "n_cal": 500, "score": "ab
 #: absolute and studentised scores, and the floor (the default before issue 31).
 MC_INTERVALS = {"scheme": "mc", "n_splits": 10, "n_cal": 500, "pool_correction": False, "score": "both",
                 "floor": True}
+#: Default cap on the calibration samples' size (:class:`ConformalInterval` ``max_cal_size``): above the sample
+#: sizes of the papers' protocols (100 to 1,000) and of the uncertainty study, so their intervals are unchanged.
+MAX_CAL_SIZE = 2000
 FLOOR_DRAWS = 4000  # Monte Carlo draws of the floor's evidence interval (measures other than accuracy, which is exact)
 
 
@@ -169,11 +172,18 @@ class ConformalInterval(BaseEstimator):
         items of class i leave error rates up to about 2.5/``n_i`` plausible; the floor keeps them.
     bin_by : {"predicted", "prevalence"}
         The shift proxy of the Mondrian ``bins`` (default "predicted").
+    max_cal_size : int or None
+        Largest calibration sample (default :data:`MAX_CAL_SIZE`, 2,000 items). A test sample of more items is
+        given the conformal half-width of a sample of ``max_cal_size`` items (its calibration scores, bins and
+        studentised scale), which is conservative: the sampling noise of the smaller sample is the larger. The
+        floor is still computed at the sample's own size. This bounds the calibration's cost at ``n_cal``
+        predictions of ``max_cal_size`` items whatever the batch size (a production batch of 50,000 items
+        would otherwise cost ``n_cal`` predictions of 50,000 items); None: no cap.
     random_state : int
         Seed of the split, the calibration samples and the method.
 
-    Calibration samples are drawn at the size of the test sample being predicted (UPP with QuaPy's sampling,
-    as the experiments' test samples), once per size and measure, and cached.
+    Calibration samples are drawn at the size of the test sample being predicted (at most ``max_cal_size``),
+    UPP with QuaPy's sampling as the experiments' test samples, once per size and measure, and cached.
 
     Attributes: ``estimator_`` (fitted on the fit part, or on V if ``refit`` or another scheme), ``folds_`` (per split:
     the method fitted on the fit part and the calibration part), ``calibration_`` (dict ``(size, measure) ->``
@@ -187,7 +197,7 @@ class ConformalInterval(BaseEstimator):
     def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
                  scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
                  bins: int = 1, score: str = "absolute", floor: bool = False, bin_by: str = "predicted",
-                 random_state: int = 0):
+                 max_cal_size=MAX_CAL_SIZE, random_state: int = 0):
         self.estimator = estimator
         self.cal_fraction = cal_fraction
         self.n_cal = n_cal
@@ -200,6 +210,7 @@ class ConformalInterval(BaseEstimator):
         self.score = score
         self.floor = floor
         self.bin_by = bin_by
+        self.max_cal_size = max_cal_size
         self.random_state = random_state
 
     def fit(self, X_val, y_val, point_estimator=None):
@@ -231,6 +242,8 @@ class ConformalInterval(BaseEstimator):
             raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
         k = check_int(self.n_splits, "n_splits", min_value=2)
         check_int(self.bins, "bins")
+        if self.max_cal_size is not None:
+            check_int(self.max_cal_size, "max_cal_size", min_value=2)
         self._check_score_options(self.score, self.floor)
         self._check_bin_by(self.bin_by)
         everything = np.arange(len(y_val))
@@ -282,6 +295,12 @@ class ConformalInterval(BaseEstimator):
         else:
             self.estimator_ = unfitted_copy(self.estimator, seed).fit(X_val, y_val) if refit else self.calibrator_
         return self
+
+    def _cal_size(self, size: int) -> int:
+        """The calibration size of a test sample of ``size`` items: ``size``, at most ``max_cal_size``."""
+        if self.max_cal_size is None:
+            return size
+        return min(size, check_int(self.max_cal_size, "max_cal_size", min_value=2))
 
     @staticmethod
     def _check_bin_by(bin_by):
@@ -426,7 +445,7 @@ class ConformalInterval(BaseEstimator):
         if self.score == "absolute":
             return np.ones(len(samples)), gammas
         counts = self.val_counts_ * (self.n_fit_ / self.n_val_)
-        return np.array([self._sd(counts, self.val_counts_, g, X.shape[0])
+        return np.array([self._sd(counts, self.val_counts_, g, self._cal_size(X.shape[0]))
                          for g, X in zip(gammas, samples)]), gammas
 
     def quantiles(self, samples, measure, alpha: float) -> np.ndarray:
@@ -447,11 +466,12 @@ class ConformalInterval(BaseEstimator):
         def half_widths(studentised):
             out = np.empty(len(samples))
             for i, X in enumerate(samples):
-                r = self._residuals(X.shape[0], measure, studentised)
+                size = self._cal_size(X.shape[0])
+                r = self._residuals(size, measure, studentised)
                 if bins == 1:
                     out[i] = conformal_quantile(r, a)
                     continue
-                c = self._calibration(X.shape[0], measure)
+                c = self._calibration(size, measure)
                 dist = c["dist"] if self.bin_by == "predicted" else c["prev_dist"]
                 edges = np.quantile(dist, np.linspace(0, 1, bins + 1)[1:-1])
                 b = np.searchsorted(edges, self._test_dist(gammas[i], ref), side="right")

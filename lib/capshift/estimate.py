@@ -9,7 +9,18 @@
 - unlabelled data: a DataFrame or list of DataFrames, a CSV / Parquet file, or a directory of such files (one batch
   per file, in name order); a single table is cut into batches of ``chunk_size`` rows, or by a ``timestamp``
   column into calendar ``period`` s (pandas period aliases: "D", "W", "M", ...), as NannyML chunks. A batch that
-  carries the label column gets its true value too (for checking the estimates; never used by them).
+  carries the label column gets its true value too (for checking the estimates; never used by them). Files are
+  read one batch at a time (:func:`batch_sources`; a Parquet file cut by ``chunk_size`` through pyarrow's
+  ``iter_batches``), so memory holds V and one batch whatever the stream's length; every batch's columns are
+  checked before the first estimate, from the files' headers.
+
+At a production scale (issue 33; benchmarks/scale_estimate.py, recorded in book/measured/scale_estimate.csv) the
+cost per batch is bounded: KDEy is fitted on a stratified subsample of at most
+:data:`capshift.quantifiers.MAX_FIT_ITEMS` items of V and shared (:class:`capshift.quantifiers.SharedQuantifier`)
+by the diagnostic and the LEAP-family methods, which evaluate its densities once per batch; the interval is
+calibrated on samples of at most :data:`capshift.conformal.MAX_CAL_SIZE` items (a larger batch gets the wider
+interval of that size); the diagnostic reads at most :data:`capshift.pps_check.DEFAULT_MAX_ITEMS` items of a batch
+(its power at that size: :func:`capshift.pps_check.detectable_auc`).
 
 For every batch and every CAP method of :mod:`capshift.registry`: the estimate of the measure, its
 ``predict_interval`` at level ``interval``, the PPS diagnostic of :mod:`capshift.pps_check` (a classifier
@@ -41,10 +52,10 @@ from tqdm import tqdm  # the text bar: tqdm.auto warns (TqdmWarning) on import i
 from . import datasets, registry, shift
 from .validation import check_fraction, check_int, check_seed
 from .pps_check import DEFAULT_LEVEL, pps_test
-from .quantifiers import Quantifier
+from .quantifiers import Quantifier, SharedQuantifier
 from .tables import contingency_table, get_measure
 
-__all__ = ["load_model", "read_table", "read_batches", "prepare", "estimate", "Estimation", "CodedClassifier",
+__all__ = ["load_model", "read_table", "read_batches", "batch_sources", "BatchSource", "prepare", "estimate", "Estimation", "CodedClassifier",
            "PICKLE_SUFFIXES", "TABLE_SUFFIXES", "PPS_DOUBTFUL", "DEFAULT_METHODS", "MEASURES",
            "Example", "example_stream", "diagnostic_study"]
 
@@ -139,15 +150,75 @@ def read_table(table, name: str) -> pd.DataFrame:
     return df
 
 
-def read_batches(unlabelled, chunk_size: int | None = None, timestamp: str | None = None,
-                 period: str | None = None) -> list[tuple[str, pd.DataFrame]]:
-    """The batches, as ``[(name, DataFrame), ...]`` in stream order.
+@dataclass
+class BatchSource:
+    """One batch of unlabelled data, not yet read: ``name``, ``columns`` (known before reading: a Parquet file's
+    schema, a CSV file's header, a DataFrame's columns) and ``read()`` (the DataFrame). What lets
+    :func:`estimate` check every batch's columns before any estimate and then hold one batch in memory at a
+    time."""
+
+    name: str
+    columns: list
+    read: object
+    frame: pd.DataFrame | None = None  # the batch when it is already in memory (a DataFrame given or cut)
+
+
+def _file_source(path: Path, name: str, label: str) -> BatchSource:
+    """A lazy batch of one CSV / Parquet file (columns from its header or schema; empty Parquet files refused)."""
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+        try:
+            meta = pq.ParquetFile(path).metadata
+        except Exception as exc:  # pyarrow raises its own ArrowInvalid / OSError family on a bad file
+            raise ValueError(f"{label}: {path} could not be read as parquet ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0]})") from None
+        if meta.num_rows == 0:
+            raise ValueError(f"unlabelled: batch {name!r} is empty: every batch needs at least one item")
+        columns = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    elif suffix == ".csv":
+        try:
+            columns = list(pd.read_csv(path, nrows=0).columns)
+        except pd.errors.EmptyDataError:
+            columns = []
+    else:
+        raise ValueError(f"{label}: {path} has suffix {suffix or '(none)'!r}; give a CSV (.csv) or Parquet "
+                         "(.parquet) file")
+    return BatchSource(name, columns, lambda: read_table(path, label))
+
+
+def _parquet_chunks(path: Path, chunk_size: int) -> list[BatchSource]:
+    """Consecutive chunks of ``chunk_size`` rows of one Parquet file, read one at a time (pyarrow's
+    ``iter_batches``, in order): memory holds one chunk, whatever the file's size."""
+    import pyarrow.parquet as pq
+    pf = pq.ParquetFile(path)
+    total = pf.metadata.num_rows
+    columns = list(pf.schema_arrow.names)
+    stream = pf.iter_batches(batch_size=chunk_size)
+    state = {"next": 0}
+
+    def reader(k):
+        def read():
+            if state["next"] != k:
+                raise RuntimeError("the chunks of a Parquet file are read once, in order")
+            state["next"] += 1
+            return next(stream).to_pandas()
+        return read
+    return [BatchSource(f"rows {a}-{min(a + chunk_size, total) - 1}", columns, reader(k))
+            for k, a in enumerate(range(0, total, chunk_size))]
+
+
+def batch_sources(unlabelled, chunk_size: int | None = None, timestamp: str | None = None,
+                  period: str | None = None) -> list[BatchSource]:
+    """The batches as :class:`BatchSource` s, in stream order, none read yet where that is possible.
 
     ``unlabelled``: a DataFrame, a list of DataFrames, a CSV/Parquet file or a directory of them (each file a
-    batch, sorted by name). A single table is cut by ``chunk_size`` (consecutive rows; the last chunk may be
-    smaller) or by ``timestamp`` and ``period`` (rows grouped by calendar period, in time order); neither: the
-    table is one batch. Raises ValueError for both rules at once, a period without a timestamp column (or the
-    reverse), an unknown period, a missing timestamp column, an empty directory or an empty batch.
+    batch, sorted by name, read when its turn comes). A single table is cut by ``chunk_size`` (consecutive rows;
+    the last chunk may be smaller; a Parquet file is then read chunk by chunk) or by ``timestamp`` and ``period``
+    (rows grouped by calendar period, in time order; the table is read whole); neither: the table is one batch.
+    Raises ValueError for both rules at once, a period without a timestamp column (or the reverse), an unknown
+    period, a missing timestamp column, an empty directory or an empty batch (an empty CSV batch when it is
+    read).
     """
     if chunk_size is not None and timestamp is not None:
         raise ValueError("chunk_size and timestamp are two chunking rules: give one of them")
@@ -155,30 +226,36 @@ def read_batches(unlabelled, chunk_size: int | None = None, timestamp: str | Non
         raise ValueError("timestamp and period go together: give the timestamp column and a period such as 'W'")
     if chunk_size is not None:
         chunk_size = check_int(chunk_size, "chunk_size")
+
+    def frame(name, df):
+        return BatchSource(name, list(df.columns), lambda: df, df)
     if isinstance(unlabelled, (list, tuple)):
         if not unlabelled:
             raise ValueError("unlabelled is an empty list: pass at least one batch")
-        batches = [(f"batch {i + 1}", read_table(b, f"unlabelled[{i}]")) for i, b in enumerate(unlabelled)]
+        batches = [frame(f"batch {i + 1}", read_table(b, f"unlabelled[{i}]")) for i, b in enumerate(unlabelled)]
+        table = None
     elif isinstance(unlabelled, pd.DataFrame):
-        batches = None
-        table = unlabelled
+        batches, table = None, unlabelled
     else:
         path = _path(unlabelled, "unlabelled")
         if path.is_dir():
             files = sorted(p for p in path.iterdir() if p.suffix.lower() in TABLE_SUFFIXES)
             if not files:
                 raise ValueError(f"unlabelled: the directory {path} holds no CSV or Parquet file")
-            batches = [(p.stem, read_table(p, f"unlabelled ({p.name})")) for p in files]
+            batches, table = [_file_source(p, p.stem, f"unlabelled ({p.name})") for p in files], None
+        elif chunk_size is not None and path.suffix.lower() in (".parquet", ".pq"):
+            _file_source(path, path.stem, "unlabelled")  # the file's checks
+            batches, table = _parquet_chunks(path, chunk_size), None
+            chunk_size = None
         else:
-            batches = None
-            table = read_table(path, "unlabelled")
+            batches, table = None, read_table(path, "unlabelled")
     if batches is not None:
         if chunk_size is not None or timestamp is not None:
             raise ValueError("chunk_size / timestamp cut one table into batches: with several batch files, leave "
                              "them out")
     elif chunk_size is not None:
-        batches = [(f"rows {s}-{min(s + chunk_size, len(table)) - 1}", table.iloc[s:s + chunk_size])
-                   for s in range(0, len(table), chunk_size)] or [("rows", table)]
+        batches = [frame(f"rows {s}-{min(s + chunk_size, len(table)) - 1}", table.iloc[s:s + chunk_size])
+                   for s in range(0, len(table), chunk_size)] or [frame("rows", table)]
     elif timestamp is not None:
         if timestamp not in table.columns:
             raise ValueError(f"timestamp: no column {timestamp!r} in unlabelled; its columns are {list(table.columns)}")
@@ -188,13 +265,30 @@ def read_batches(unlabelled, chunk_size: int | None = None, timestamp: str | Non
             raise ValueError(f"timestamp/period: cannot cut column {timestamp!r} into periods {period!r} "
                              f"({str(exc).splitlines()[0]}); use a date column and a pandas period such as 'D', "
                              "'W' or 'M'") from None
-        batches = [(str(p), g) for p, g in table.groupby(when, sort=True)] or [("all", table)]
+        batches = [frame(str(p), g) for p, g in table.groupby(when, sort=True)] or [frame("all", table)]
     else:
-        batches = [("all", table)]
-    for name, b in batches:
-        if len(b) == 0:
-            raise ValueError(f"unlabelled: batch {name!r} is empty: every batch needs at least one item")
+        batches = [frame("all", table)]
+    for b in batches:
+        _check_not_empty(b.name, b.frame)
     return batches
+
+
+def _check_not_empty(name, df) -> None:
+    """ValueError for an empty batch (None: not read yet, nothing to check)."""
+    if df is not None and len(df) == 0:
+        raise ValueError(f"unlabelled: batch {name!r} is empty: every batch needs at least one item")
+
+
+def read_batches(unlabelled, chunk_size: int | None = None, timestamp: str | None = None,
+                 period: str | None = None) -> list[tuple[str, pd.DataFrame]]:
+    """The batches, as ``[(name, DataFrame), ...]`` in stream order, all read (:func:`batch_sources` read one at a
+    time, as :func:`estimate` does). Raises as :func:`batch_sources`."""
+    out = []
+    for b in batch_sources(unlabelled, chunk_size=chunk_size, timestamp=timestamp, period=period):
+        df = b.read()
+        _check_not_empty(b.name, df)
+        out.append((b.name, df))
+    return out
 
 
 class CodedClassifier(ClassifierMixin, BaseEstimator):
@@ -238,9 +332,9 @@ class Prepared:
     label: str
     timestamp: str | None = None
 
-    def features_of(self, batch: pd.DataFrame, name: str):
-        """The batch's numeric features; ValueError if its columns differ from the model's features."""
-        cols = [c for c in batch.columns if c not in (self.label, self.timestamp)]
+    def check_columns(self, columns, name: str) -> None:
+        """ValueError if a batch's ``columns`` (besides the label and timestamp) differ from the model's features."""
+        cols = [c for c in columns if c not in (self.label, self.timestamp)]
         missing = [c for c in self.features if c not in cols]
         extra = [c for c in cols if c not in self.features]
         if missing or extra:
@@ -248,6 +342,10 @@ class Prepared:
                              + "; ".join(s for s in (f"missing {missing}" if missing else "",
                                                      f"unexpected {extra}" if extra else "") if s)
                              + f" (the model's features: {self.features})")
+
+    def features_of(self, batch: pd.DataFrame, name: str):
+        """The batch's numeric features; ValueError if its columns differ from the model's features."""
+        self.check_columns(batch.columns, name)
         return self.transform(batch[self.features], f"batch {name!r}")
 
     def labels_of(self, frame: pd.DataFrame, name: str):
@@ -374,15 +472,18 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
     n = len(prep.classes)
     if measure == "f1" and n != 2:
         raise ValueError(f"measure 'f1' is binary; the model has {n} classes: use 'macro_f1'")
-    batches = read_batches(unlabelled, chunk_size=chunk_size, timestamp=timestamp, period=period)
-    feats = [(name, prep.features_of(b, name)) for name, b in batches]  # every batch checked before any estimate
-    truths = {name: prep.labels_of(b, f"batch {name!r}") for name, b in batches if label in b.columns}
+    sources = batch_sources(unlabelled, chunk_size=chunk_size, timestamp=timestamp, period=period)
+    for b in sources:  # every batch's columns checked before any estimate; its values when it is read
+        prep.check_columns(b.columns, b.name)
+    labelled = any(label in b.columns for b in sources)
     f_measure = get_measure(measure)
     val_value = float(f_measure(contingency_table(prep.y_val, prep.h.predict(prep.X_val), n)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scikit-learn's convergence chatter; capshift's own warnings are kept below
         warnings.simplefilter("default", UserWarning)
-        q = Quantifier("kdey", prep.h, random_state=seed).fit(prep.X_val, prep.y_val, n)
+        # one KDEy fit shared by the diagnostic and the LEAP-family methods, and one density evaluation per batch
+        # (the estimate, its interval and its table read the memoised prevalence)
+        q = SharedQuantifier("kdey", prep.h, random_state=seed).fit(prep.X_val, prep.y_val, n)
         ests = {}
         for m in methods:
             spec = registry.get(m)
@@ -396,8 +497,13 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
     rows, tables, true_tables, notes = [], {}, {}, []
     proba = hasattr(prep.h, "predict_proba")
     P_val = prep.h.predict_proba(prep.X_val) if proba else None
-    for name, X in tqdm(feats, desc="batches", unit="batch", disable=not progress):
-        qhat = q.quantify(X)
+    for source in tqdm(sources, desc="batches", unit="batch", disable=not progress):
+        name, frame = source.name, source.read()
+        _check_not_empty(name, frame)
+        X = prep.features_of(frame, name)
+        y_true = prep.labels_of(frame, f"batch {name!r}") if label in frame.columns else None
+        del frame
+        qhat = q.quantify_batch([X])[0]
         test = pps_test(X, prep.X_val, prep.y_val, qhat, level=pps_level, random_state=seed,
                         posteriors_batch=prep.h.predict_proba(X) if proba else None, posteriors_val=P_val)
         note = []
@@ -406,8 +512,8 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
         if test.note:
             note.append(test.note)
         true = None
-        if name in truths:
-            true_tables[name] = contingency_table(truths[name], prep.h.predict(X), n)
+        if y_true is not None:
+            true_tables[name] = contingency_table(y_true, prep.h.predict(X), n)
             true = float(f_measure(true_tables[name]))
         tables[name] = {}
         for m, est in ests.items():
@@ -421,7 +527,7 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
                    "upper": hi, "pps_auc": test.auc, "pps_pvalue": test.pvalue,
                    "pps": PPS_DOUBTFUL if test.doubtful else ("not tested" if np.isnan(test.pvalue) else "plausible"),
                    "alert": bool(threshold is not None and value < threshold), "note": "; ".join(note)}
-            if truths:
+            if labelled:
                 row["true"] = np.nan if true is None else true
             rows.append(row)
     return Estimation(pd.DataFrame(rows), tables, true_tables, [str(c) for c in prep.classes], val_value, measure,

@@ -36,12 +36,31 @@ from sklearn.preprocessing import StandardScaler
 
 from .validation import check_distribution, check_every_class, check_fraction, check_int, check_labels, check_seed, check_X
 
-__all__ = ["PPSTest", "pps_test", "reference_sample", "stratified_rank_test", "DEFAULT_LEVEL", "DEFAULT_MIN_ITEMS"]
+__all__ = ["PPSTest", "pps_test", "reference_sample", "stratified_rank_test", "detectable_auc", "DEFAULT_LEVEL",
+           "DEFAULT_MIN_ITEMS", "DEFAULT_MAX_ITEMS"]
 
 #: Nominal false-alarm rate of the diagnostic (a batch is "PPS doubtful" when its p-value is below it).
 DEFAULT_LEVEL = 0.05
 #: Fewest items of the batch and of the reference for a test (each half then holds at least 10 of each).
 DEFAULT_MIN_ITEMS = 20
+#: Most items of the batch a test reads (a seeded random subsample of a larger batch): the cost of a test stays
+#: bounded (one logistic regression on at most this many items a side) whatever the batch's size; its power at
+#: this size is :func:`detectable_auc` (an AUC of about 0.514 is detected with probability 0.8 at level 0.05).
+DEFAULT_MAX_ITEMS = 10_000
+
+
+def detectable_auc(n_items: int, level: float = DEFAULT_LEVEL, power: float = 0.8) -> float:
+    """The held-out AUC that :func:`pps_test` detects with probability ``power`` when it reads ``n_items`` items a
+    side (half of each fits the domain classifier, half is ranked): ``0.5 + (z_(1-level) + z_power) * se``, with
+    ``se = sqrt((n1 + n0 + 1) / (12 n1 n0))`` the standard error of the Mann-Whitney AUC under the null (Hanley &
+    McNeil 1982, Eq. 2 at AUC 0.5), ``n1 = n0 = n_items - n_items // 2``. A normal approximation, for stating the
+    test's power at a batch size; raises ValueError for fewer than 2 items or a level / power outside (0, 1)."""
+    from scipy.stats import norm
+    n_items = check_int(n_items, "n_items", min_value=2)
+    level, power = check_fraction(level, "level"), check_fraction(power, "power")
+    k = n_items - n_items // 2
+    se = np.sqrt((2 * k + 1) / (12.0 * k * k))
+    return float(0.5 + (norm.ppf(1 - level) + norm.ppf(power)) * se)
 
 
 @dataclass(frozen=True)
@@ -121,7 +140,7 @@ def stratified_rank_test(scores, is_batch, strata) -> tuple[float, float]:
 
 def pps_test(X_batch, X_val, y_val, prevalence, level: float = DEFAULT_LEVEL, classifier=None,
              posteriors_batch=None, posteriors_val=None, n_bins: int = 4,
-             min_items: int = DEFAULT_MIN_ITEMS, random_state: int = 0) -> PPSTest:
+             min_items: int = DEFAULT_MIN_ITEMS, max_items=DEFAULT_MAX_ITEMS, random_state: int = 0) -> PPSTest:
     """Classifier two-sample test of "the batch is V reweighted to ``prevalence``" (PPS), see the module doc.
 
     Parameters
@@ -139,6 +158,9 @@ def pps_test(X_batch, X_val, y_val, prevalence, level: float = DEFAULT_LEVEL, cl
         reference have the same distribution *whatever the prevalence*: an error of q-hat then does not raise the
         false-alarm rate (with the unstratified test it does, measured in the your_data chapter).
     min_items : int >= 4: below this many items on either side the test is not run (NaN p-value, a note).
+    max_items : int >= min_items or None: a larger batch is tested on a seeded random subsample of this many of its
+        items (default :data:`DEFAULT_MAX_ITEMS`; None: the whole batch), so that the cost per batch is bounded;
+        the power at that size is :func:`detectable_auc`.
     random_state : int, seed of the reference draw and the halving.
 
     Both sides are cut to the same size s (the reference at most what V supplies without replacement, the batch
@@ -153,6 +175,8 @@ def pps_test(X_batch, X_val, y_val, prevalence, level: float = DEFAULT_LEVEL, cl
     level = check_fraction(level, "level")
     min_items = check_int(min_items, "min_items", min_value=4)
     seed = check_seed(random_state, "random_state")
+    if max_items is not None:
+        max_items = check_int(max_items, "max_items", min_value=min_items)
     Pb_all = Pv_all = None
     if posteriors_batch is not None and posteriors_val is not None:
         Pb_all = check_distribution(posteriors_batch, "posteriors_batch", n_classes=q.shape[-1])
@@ -165,7 +189,14 @@ def pps_test(X_batch, X_val, y_val, prevalence, level: float = DEFAULT_LEVEL, cl
     # a repeated item (sampling with replacement, or discrete features) with one copy on each side of the halving
     # is recognised by the domain classifier: the test reads distinct items only
     m_batch = Xb.shape[0]
+    capped = max_items is not None and m_batch > max_items
+    if capped:
+        cut = np.sort(np.random.default_rng([seed, 2]).choice(m_batch, max_items, replace=False))
+        Xb = _rows(Xb, cut)
+        Pb_all = None if Pb_all is None else Pb_all[cut]
+    n_read = Xb.shape[0]
     keep_b = _distinct(Xb)
+    n_distinct = len(keep_b)
     keep_v = _distinct(Xv)
     Xb, Xv, yv = _rows(Xb, keep_b), _rows(Xv, keep_v), yv[keep_v]
     if Pb_all is not None:
@@ -203,5 +234,7 @@ def pps_test(X_batch, X_val, y_val, prevalence, level: float = DEFAULT_LEVEL, cl
             edges = np.quantile(conf[m], np.linspace(0, 1, n_bins + 1)[1:-1])
             strata[m] = c * n_bins + np.searchsorted(edges, conf[m], side="right")
         auc, p = stratified_rank_test(score, dt == 1, strata)
-    note = "" if s == m_batch else f"tested on {s} of the batch's {m_batch} items (distinct ones, and V supplies {len(ref)} at q-hat)"
+    why = [reason for reason, applies in ((f"a random {max_items}", capped), ("distinct ones", n_distinct < n_read),
+                                          (f"V supplies {len(ref)} at q-hat", len(ref) < n_distinct)) if applies]
+    note = "" if s == m_batch else f"tested on {s} of the batch's {m_batch} items ({', '.join(why)})"
     return PPSTest(auc, p, m_batch, s, level, bool(p < level), note)

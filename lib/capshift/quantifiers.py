@@ -30,6 +30,7 @@ Names (LEAP 2025, Sects. 4.3-4.4; DS 2024, Sect. 5):
 from __future__ import annotations
 
 import copy
+import hashlib
 import warnings
 
 import numpy as np
@@ -42,9 +43,11 @@ from ._kdey import KDEY_BACKENDS, KDEyEvaluator, check_kdey_backend
 from .validation import (ATOL, check_class_evidence, check_classifier, check_distribution, check_every_class,
                           check_fitted, check_fraction, check_int, check_labels, check_seed, check_X)
 
-__all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "Quantifier", "make_quantifier", "check_prevalence", "resolve_quantifier"]
+__all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "MAX_FIT_ITEMS", "Quantifier", "SharedQuantifier", "digest", "make_quantifier", "check_prevalence", "resolve_quantifier"]
 
 QUANTIFIERS = ("acc", "kdey", "kdey-h", "cc", "sld", "oracle")
+#: Default :class:`Quantifier` ``max_fit_items``: the KDEy quantifiers' subsample of a large V.
+MAX_FIT_ITEMS = 2000
 
 
 def resolve_quantifier(quantifier, choices):
@@ -91,15 +94,24 @@ class Quantifier:
         Inference of a KDEy-ML quantifier (``"kdey"`` or a QuaPy ``KDEyML`` instance): ``"capshift"``
         (default; vectorised densities and an exact solve, :mod:`capshift._kdey`) or ``"quapy"``
         (QuaPy's own ``aggregate``). Fitting is QuaPy's in both cases. Ignored by other methods.
+    max_fit_items : int or None
+        ``"kdey"`` and ``"kdey-h"`` are fitted on a stratified random subsample of at most this many items of V
+        (default :data:`MAX_FIT_ITEMS`; None: all of V). Their cost grows with the items they fit: the
+        surrogate MLP is trained 6 times (5 folds and a refit), and every prediction evaluates a kernel at each
+        fitted item. Each class keeps its share of V, and at least ``min(count, 10)`` items. Chosen by
+        measurement (benchmarks/quantifier_subsample.py): the AE of the LEAP methods with the subsample against all of
+        V on the offline datasets larger than it. Other quantifiers read h's predictions on all of V (linear
+        and cheap) and ignore it.
     """
 
     def __init__(self, method="kdey", classifier=None, random_state=None, bandwidth: float = 0.1,
-                 kdey_backend: str = "capshift"):
+                 kdey_backend: str = "capshift", max_fit_items=MAX_FIT_ITEMS):
         self.method = method
         self.classifier = classifier
         self.random_state = random_state
         self.bandwidth = bandwidth
         self.kdey_backend = kdey_backend
+        self.max_fit_items = max_fit_items
 
     @property
     def name(self) -> str:
@@ -167,6 +179,9 @@ class Quantifier:
         self.__dict__.pop("n_classes_", None)  # refitting: unfitted until this fit succeeds
         backend = check_kdey_backend(self.kdey_backend)
         q_ = self._build()
+        sub = self.fit_subsample(y_val)
+        if sub is not None:
+            X_val, y_val = X_val[sub], y_val[sub]
         if q_ is not None:
             need, who = self.min_per_class, f"quantifier {self.name!r}"
             if need > 1:  # with 1 item the class is missing from a training fold: no posterior for it at all
@@ -191,9 +206,25 @@ class Quantifier:
     def unfitted(self) -> "Quantifier":
         """An unfitted quantifier of the same kind and parameters (what a method refitted on part of V needs:
         a quantifier fitted on all of V would be evaluated on its own training items). Subclasses that share
-        work between copies (:class:`capshift.selection.SharedQuantifier`) return their own kind."""
+        work between copies (:class:`SharedQuantifier`) return their own kind."""
         return Quantifier(self.method, classifier=self.classifier, random_state=self.random_state,
-                          bandwidth=self.bandwidth)
+                          bandwidth=self.bandwidth, kdey_backend=self.kdey_backend, max_fit_items=self.max_fit_items)
+
+    def fit_subsample(self, y_val) -> np.ndarray | None:
+        """Indices (sorted) of the stratified subsample of V that a KDEy quantifier is fitted on, or None when it
+        reads all of V (another quantifier, ``max_fit_items`` None or not below |V|). Per class ``max(min(n_c,
+        10), round(max_fit_items * n_c / |V|))`` items drawn without replacement, seeded by ``random_state``."""
+        y = np.asarray(y_val)
+        if self.max_fit_items is None or not isinstance(self.method, str):
+            return None
+        m = check_int(self.max_fit_items, "max_fit_items", min_value=2)
+        if self.method.lower() not in ("kdey", "kdey-h") or len(y) <= m:
+            return None
+        rng = np.random.default_rng([check_seed(self.random_state, "random_state", allow_none=True) or 0, 17])
+        classes, counts = np.unique(y, return_counts=True)
+        keep = [rng.choice(np.flatnonzero(y == c), max(min(k, 10), min(k, round(m * k / len(y)))), replace=False)
+                for c, k in zip(classes, counts)]
+        return np.sort(np.concatenate(keep))
 
     def set_kdey_backend(self, backend: str):
         """Switch a fitted KDEy-ML quantifier's inference to ``backend`` ("capshift" or "quapy") without
@@ -272,3 +303,70 @@ def make_quantifier(quantifier, classifier, random_state=None) -> Quantifier:
     if isinstance(quantifier, Quantifier):
         return quantifier
     return Quantifier(quantifier, classifier=classifier, random_state=random_state)
+
+
+def digest(*parts) -> str:
+    """A blake2b digest (hex) of arrays (dtype, shape and bytes) and other values (their repr)."""
+    h = hashlib.blake2b(digest_size=20)
+    for p in parts:
+        if p is None:
+            h.update(b"<none>")
+        elif isinstance(p, np.ndarray):
+            h.update(str((p.dtype, p.shape)).encode())
+            h.update(np.ascontiguousarray(p).tobytes())
+        else:
+            h.update(repr(p).encode())
+    return h.hexdigest()
+
+
+class SharedQuantifier(Quantifier):
+    """A :class:`capshift.quantifiers.Quantifier` (same parameters) whose fits and batch estimates are shared
+    through ``cache`` (a dict) by every copy made with :meth:`unfitted`.
+
+    ``fit`` on the same validation items (same bytes, labels, method, seed, bandwidth) reuses the fitted model;
+    ``quantify_batch`` on the same samples returns the stored estimate. A quantifier that reads only the covariates
+    (``"kdey"``; ``"oracle"``) gives the same numbers for every candidate, so the selector fits it once per
+    validation set, and the conformal calibration of the candidates' intervals, which refits each candidate's
+    method on the same random halves of V, fits it once per half. Results equal an unshared Quantifier's to the
+    last bit. Dense samples only are memoised (sparse ones are quantified every time).
+    """
+
+    def __init__(self, method="kdey", classifier=None, random_state=None, bandwidth: float = 0.1,
+                 kdey_backend: str = "capshift", max_fit_items=MAX_FIT_ITEMS, cache: dict | None = None):
+        super().__init__(method, classifier=classifier, random_state=random_state, bandwidth=bandwidth,
+                         kdey_backend=kdey_backend, max_fit_items=max_fit_items)
+        self.cache = {} if cache is None else cache
+
+    def unfitted(self) -> "SharedQuantifier":
+        return SharedQuantifier(self.method, classifier=self.classifier, random_state=self.random_state,
+                                bandwidth=self.bandwidth, kdey_backend=self.kdey_backend,
+                                max_fit_items=self.max_fit_items, cache=self.cache)
+
+    def _spec(self):
+        return (self.name, self.random_state, self.bandwidth, self.kdey_backend, self.max_fit_items)
+
+    def fit(self, X_val, y_val, n_classes: int):
+        """As :meth:`capshift.quantifiers.Quantifier.fit`, fitted once per distinct (X_val, y_val, n_classes)."""
+        X = check_X(X_val, "X_val")
+        key = ("fit", self._spec(), digest(X.toarray() if sp.issparse(X) else X, np.asarray(y_val), n_classes))
+        if key not in self.cache:
+            q = Quantifier(self.method, classifier=self.classifier, random_state=self.random_state,
+                           bandwidth=self.bandwidth, kdey_backend=self.kdey_backend, max_fit_items=self.max_fit_items)
+            self.cache[key] = q.fit(X_val, y_val, n_classes)
+        fitted = self.cache[key]
+        self.q_, self.n_features_in_, self.n_classes_ = fitted.q_, fitted.n_features_in_, fitted.n_classes_
+        self.fast_ = getattr(fitted, "fast_", None)
+        self._fit_key = key
+        return self
+
+    def quantify_batch(self, samples, prevalences=None) -> np.ndarray:
+        """As :meth:`capshift.quantifiers.Quantifier.quantify_batch`, computed once per distinct batch."""
+        self._check_fitted()
+        if self.q_ is None or len(samples) == 0 or any(sp.issparse(X) for X in samples):
+            return super().quantify_batch(samples, prevalences)
+        X = [check_X(Xi, "X", n_features=self.n_features_in_) for Xi in samples]
+        sizes = np.array([len(Xi) for Xi in X])
+        key = ("q", self._fit_key, digest(sizes, np.concatenate(X)))
+        if key not in self.cache:
+            self.cache[key] = super().quantify_batch(X, prevalences)
+        return self.cache[key].copy()

@@ -29,7 +29,6 @@ The transductive SVM of the paper (SVMlight, an external binary) is not among th
 """
 from __future__ import annotations
 
-import hashlib
 import itertools
 import warnings
 from dataclasses import dataclass, field
@@ -48,7 +47,7 @@ from sklearn.svm import SVC
 from . import datasets, evaluation, protocols, registry
 from .validation import (check_classifier, check_fitted, check_fraction, check_int, check_labels, check_seed,
                           check_samples, check_X, predict_codes)
-from .quantifiers import Quantifier
+from .quantifiers import SharedQuantifier
 from .significance import compare_groups, significance
 from .tables import contingency_table, get_measure
 
@@ -172,72 +171,6 @@ def check_families(families) -> list:
     if bad:
         raise ValueError(f"unknown candidate families {bad}; choose from {FAMILIES}")
     return fams
-
-
-# --------------------------------------------------------------------------------------- shared quantifier
-def _digest(*parts) -> str:
-    h = hashlib.blake2b(digest_size=20)
-    for p in parts:
-        if p is None:
-            h.update(b"<none>")
-        elif isinstance(p, np.ndarray):
-            h.update(str((p.dtype, p.shape)).encode())
-            h.update(np.ascontiguousarray(p).tobytes())
-        else:
-            h.update(repr(p).encode())
-    return h.hexdigest()
-
-
-class SharedQuantifier(Quantifier):
-    """A :class:`capshift.quantifiers.Quantifier` (same parameters) whose fits and batch estimates are shared
-    through ``cache`` (a dict) by every copy made with :meth:`unfitted`.
-
-    ``fit`` on the same validation items (same bytes, labels, method, seed, bandwidth) reuses the fitted model;
-    ``quantify_batch`` on the same samples returns the stored estimate. A quantifier that reads only the covariates
-    (``"kdey"``; ``"oracle"``) gives the same numbers for every candidate, so the selector fits it once per
-    validation set, and the conformal calibration of the candidates' intervals, which refits each candidate's
-    method on the same random halves of V, fits it once per half. Results equal an unshared Quantifier's to the
-    last bit. Dense samples only are memoised (sparse ones are quantified every time).
-    """
-
-    def __init__(self, method="kdey", classifier=None, random_state=None, bandwidth: float = 0.1,
-                 kdey_backend: str = "capshift", cache: dict | None = None):
-        super().__init__(method, classifier=classifier, random_state=random_state, bandwidth=bandwidth,
-                         kdey_backend=kdey_backend)
-        self.cache = {} if cache is None else cache
-
-    def unfitted(self) -> "SharedQuantifier":
-        return SharedQuantifier(self.method, classifier=self.classifier, random_state=self.random_state,
-                                bandwidth=self.bandwidth, kdey_backend=self.kdey_backend, cache=self.cache)
-
-    def _spec(self):
-        return (self.name, self.random_state, self.bandwidth, self.kdey_backend)
-
-    def fit(self, X_val, y_val, n_classes: int):
-        """As :meth:`capshift.quantifiers.Quantifier.fit`, fitted once per distinct (X_val, y_val, n_classes)."""
-        X = check_X(X_val, "X_val")
-        key = ("fit", self._spec(), _digest(X.toarray() if sp.issparse(X) else X, np.asarray(y_val), n_classes))
-        if key not in self.cache:
-            q = Quantifier(self.method, classifier=self.classifier, random_state=self.random_state,
-                           bandwidth=self.bandwidth, kdey_backend=self.kdey_backend)
-            self.cache[key] = q.fit(X_val, y_val, n_classes)
-        fitted = self.cache[key]
-        self.q_, self.n_features_in_, self.n_classes_ = fitted.q_, fitted.n_features_in_, fitted.n_classes_
-        self.fast_ = getattr(fitted, "fast_", None)
-        self._fit_key = key
-        return self
-
-    def quantify_batch(self, samples, prevalences=None) -> np.ndarray:
-        """As :meth:`capshift.quantifiers.Quantifier.quantify_batch`, computed once per distinct batch."""
-        self._check_fitted()
-        if self.q_ is None or len(samples) == 0 or any(sp.issparse(X) for X in samples):
-            return super().quantify_batch(samples, prevalences)
-        X = [check_X(Xi, "X", n_features=self.n_features_in_) for Xi in samples]
-        sizes = np.array([len(Xi) for Xi in X])
-        key = ("q", self._fit_key, _digest(sizes, np.concatenate(X)))
-        if key not in self.cache:
-            self.cache[key] = super().quantify_batch(X, prevalences)
-        return self.cache[key].copy()
 
 
 # ------------------------------------------------------------------------------------------------ selector
