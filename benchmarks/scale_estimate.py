@@ -140,7 +140,8 @@ def main(argv=None):
     version = subprocess.run([args.nannyml_python, "-c", "import nannyml; print(nannyml.__version__)"],
                              capture_output=True, text=True).stdout.strip()
     given = [("$NANNYML_PYTHON" if a == args.nannyml_python else a) for a in (sys.argv[1:] if argv is None else argv)]
-    cmd = "PYTHONPATH=lib python benchmarks/scale_estimate.py " + shlex.join(given)
+    cmd = "PYTHONPATH=lib python benchmarks/scale_estimate.py " + " ".join(
+        a if a == "$NANNYML_PYTHON" else shlex.quote(a) for a in given)
     write_recording(args.out, [
         "capshift: `capshift estimate` (95% intervals and the PPS diagnostic) and NannyML CBPE on the same files, "
         f"synthetic binary data, 20 features, LR, batches of at most {BATCH} rows; seconds = process start to "
