@@ -13,7 +13,8 @@ one-point grid for the model-selected QuAcc) on a small synthetic binary problem
 - return a value in [0, 1] for a sample in which a class does not occur;
 - pickle and unpickle to the same predictions;
 - refuse a validation set missing a class (every method, the same message);
-- give a ``predict_interval`` in [0, 1] that contains ``predict`` (calibrated by the base class);
+- give a ``predict_interval`` in [0, 1] that contains ``predict`` (calibrated by the base class), and through
+  ``predict_estimate`` what ``predict``, ``predict_interval`` and ``predict_table`` give;
 - without shift, be about as close to the truth as Naive on IID samples and on V itself, or say why not with a
   capshift warning (:func:`test_no_shift_contract`, issue 23).
 """
@@ -247,6 +248,17 @@ def test_predict_interval_brackets_the_prediction(name):
         assert np.all((b[:, 0] <= point + 1e-9) & (point <= b[:, 1] + 1e-9))
         # one sample alone and in a batch: the same interval up to round-off (batched solves and KDEy products)
         assert est.predict_interval(S[0], alpha=0.1, prevalence=P[0]) == pytest.approx(tuple(b[0]), abs=1e-12)
+        # predict_estimate (what capshift estimate calls per batch) is the three calls at once, for any measure
+        if "oracle" not in name.lower():  # oracle variants need the true prevalence, which estimate never has
+            h = problem(2)[0]
+            for measure in [m for m in ("accuracy", "f1") if est.supports(m)]:
+                r = est.predict_estimate(S[1], alpha=0.1, measure=measure, posteriors=h.predict_proba(S[1]))
+                assert r.value == pytest.approx(est.predict(S[1], measure), abs=1e-12)
+                assert (r.lower, r.upper) == pytest.approx(est.predict_interval(S[1], 0.1, measure), abs=1e-12)
+                if est.estimates_tables:
+                    np.testing.assert_allclose(r.table, est.predict_table(S[1]), atol=1e-12)
+                else:
+                    assert r.table is None
 
 
 def test_refit_forgets_the_previous_fit():

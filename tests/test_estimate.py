@@ -185,6 +185,23 @@ def test_pps_test_reads_at_most_max_items_of_a_batch():
         pps_test(Xb, Xv, yv, [0.5, 0.5], max_items=10)
 
 
+def test_pps_test_reads_each_distinct_item_once():
+    """Repeated rows (of the batch or of V) are dropped, keeping each row's first occurrence in order: the test on
+    a batch and a V with repeats is the test on them without the repeats, and the note says so."""
+    rng = np.random.default_rng(4)
+    yv = np.tile([0, 1], 150)
+    Xv = np.round(rng.normal(size=(300, 2)) + yv[:, None], 1)  # rounded: V itself holds repeated rows
+    Xb = Xv[rng.choice(300, 240)] + np.array([0.5, 0.0])  # drawn with replacement: the batch repeats items too
+    first = lambda X: np.sort(np.unique(X, axis=0, return_index=True)[1])  # noqa: E731 (first occurrences)
+    kb, kv = first(Xb), first(Xv)
+    assert len(kb) < len(Xb) and len(kv) < len(Xv)
+    t = pps_test(Xb, Xv, yv, [0.5, 0.5], random_state=0)
+    u = pps_test(Xb[kb], Xv[kv], yv[kv], [0.5, 0.5], random_state=0)
+    assert (t.auc, t.pvalue, t.n_reference) == (u.auc, u.pvalue, u.n_reference)
+    assert "distinct ones" in t.note and "distinct" not in u.note
+    assert t.n_batch == 240 and u.n_batch == len(kb)
+
+
 def test_parquet_batches_are_read_one_at_a_time(tmp_path):
     """A Parquet file cut by chunk_size gives the same batches as the table cut in memory, read lazily in order;
     a directory's files are read when their turn comes, their columns known before (from the schema)."""

@@ -9,6 +9,7 @@ measure of h on an unlabelled test sample U::
     est.predict_table(X_test)          # (n, n)
     est.predict(X_test)                # float, the chosen measure
     est.predict_table_batch([X1, X2])  # (2, n, n)
+    est.predict_estimate(X_test)       # SampleEstimate: value, lower, upper, table, each computed once
 
 Labels are class indices ``0..n-1``; ``n`` is ``len(classifier.classes_)``, which must be
 ``0..n-1`` too (encode labels before training h).
@@ -16,6 +17,7 @@ Labels are class indices ``0..n-1``; ``n`` is ``len(classifier.classes_)``, whic
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,7 +29,20 @@ from .validation import (DegenerateClassifierWarning, check_class_evidence, chec
 from .conformal import MC_INTERVALS, ConformalInterval
 from .tables import contingency_table, get_measure
 
-__all__ = ["CAPEstimator", "check_classifier", "check_sample", "check_posteriors"]
+__all__ = ["CAPEstimator", "SampleEstimate", "check_classifier", "check_sample", "check_posteriors"]
+
+
+@dataclass(frozen=True)
+class SampleEstimate:
+    """What :meth:`CAPEstimator.predict_estimate` returns for one sample: ``value`` (the estimated measure, a
+    float in [0, 1]), ``lower`` and ``upper`` (its prediction interval), ``table`` (the estimated (n, n)
+    contingency table, rows true, columns predicted, sums to 1; None for methods that estimate measures
+    directly)."""
+
+    value: float
+    lower: float
+    upper: float
+    table: np.ndarray | None = None
 
 
 def check_sample(X, name: str = "X", n_features: int | None = None):
@@ -281,6 +296,31 @@ class CAPEstimator(BaseEstimator):
         prev = None if prevalence is None else [self._check_prevalences(prevalence, 1, single=True)[0]]
         return tuple(float(v) for v in self._intervals(samples, [measure], alpha, prev)[measure][0])
 
+    def predict_estimate(self, X, alpha: float = 0.05, measure=None, posteriors=None) -> SampleEstimate:
+        """The estimate of ``measure`` (default: the constructor's) of h on the sample ``X`` (m, d), its 1-α
+        prediction interval and, for table methods, the estimated table, as one :class:`SampleEstimate`.
+
+        Equal to :meth:`predict`, :meth:`predict_interval` and :meth:`predict_table` called in turn, but the
+        sample's table (or value) is estimated once, not three times; what ``capshift estimate`` calls per
+        batch. ``posteriors`` (m, n): h's posterior probabilities on ``X``, precomputed by the caller (methods
+        that work from posteriors then do not call h again). Errors as :meth:`predict_interval`; ValueError for
+        posteriors of the wrong shape.
+        """
+        measure = self.measure if measure is None else measure
+        self._check_fitted()
+        self._check_measure(measure)
+        alpha = check_fraction(alpha, "alpha")
+        samples = self._check_samples(X, single=True)
+        post = self._check_posteriors(None if posteriors is None else [posteriors], samples)
+        table = None
+        if self.estimates_tables:
+            tables = self._predict_tables(samples, None, post)
+            table, point = tables[0], np.asarray(get_measure(measure)(tables), dtype=float)
+        else:
+            point = np.asarray(self._predict_values(samples, measure, None, post), dtype=float)
+        lower, upper = self._bounds(samples, measure, alpha, point)[0]
+        return SampleEstimate(float(point[0]), float(lower), float(upper), table)
+
     def predict_interval_batch(self, samples, alpha: float = 0.05, measure=None, prevalences=None) -> np.ndarray:
         """Intervals of :meth:`predict_interval` for k samples: float (k, 2), columns lower and upper.
 
@@ -301,12 +341,17 @@ class CAPEstimator(BaseEstimator):
         alpha = check_fraction(alpha, "alpha")
         for m in measures:
             self._check_measure(m)
+        point = self._measures(samples, measures, prevalences, None)
+        return {m: self._bounds(samples, m, alpha, point[m]) for m in measures}
+
+    def _bounds(self, samples, measure, alpha, point) -> np.ndarray:
+        """Intervals (k, 2) around the point estimates ``point`` (k,) of validated samples; the conformal
+        calibration is fitted on first use."""
         if getattr(self, "interval_", None) is None:
             seed = 0 if self.random_state is None else self.random_state
             self.interval_ = ConformalInterval(self, random_state=seed, **self.interval_params)
             self.interval_.fit(*self._val_data, point_estimator=self)
-        point = self._measures(samples, measures, prevalences, None)
-        return {m: self.interval_.bounds(samples, point[m], m, alpha) for m in measures}
+        return self.interval_.bounds(samples, point, measure, alpha)
 
     def _supported(self, measures) -> list:
         """``measures`` (one measure or a list) as a list, without those the method does not support."""

@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 from scipy.optimize import lsq_linear
+from scipy.signal import fftconvolve
 from scipy.stats import betabinom
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import StratifiedKFold, train_test_split
@@ -600,6 +601,19 @@ def evidence_interval(val_counts, prevalence, size: int, alpha: float = 0.05, me
     return _evidence(val_counts, prevalence, size, alpha, measure, n_draws, random_state)[:3]
 
 
+#: Above this many products a convolution of probability mass functions is done by FFT (O(m log m) instead of
+#: O(m^2): a batch of 50,000 items takes milliseconds, not a second); below, exactly as ``np.convolve``.
+FFT_ABOVE = 10**6
+
+
+def _convolve(a, b) -> np.ndarray:
+    """The pmf of the sum of two independent counts with pmfs ``a`` and ``b``: ``np.convolve``, by FFT for long
+    ones (round-off of order 1e-16 clipped at 0)."""
+    if len(a) * len(b) <= FFT_ABOVE:
+        return np.convolve(a, b)
+    return np.clip(fftconvolve(a, b), 0.0, None)
+
+
 def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random_state=0):
     """:func:`evidence_interval` plus the posterior predictive standard deviation of the measure (4-tuple)."""
     a = check_fraction(alpha, "alpha")
@@ -618,7 +632,7 @@ def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random
         pmf = np.ones(1)
         for i in range(n):
             wrong = V[i].sum() - V[i, i] + (n - 1) / 2
-            pmf = np.convolve(pmf, betabinom.pmf(np.arange(counts[i] + 1), counts[i], wrong, V[i, i] + 0.5))
+            pmf = _convolve(pmf, betabinom.pmf(np.arange(counts[i] + 1), counts[i], wrong, V[i, i] + 0.5))
         cdf = np.cumsum(pmf)
         e_lo = int(np.searchsorted(cdf, a / 2 - 1e-12))  # smallest e with P(E <= e) >= a/2
         e_hi = int(np.searchsorted(cdf, 1 - a / 2 - 1e-12))

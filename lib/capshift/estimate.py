@@ -17,7 +17,9 @@
 At a production scale (issue 33; benchmarks/scale_estimate.py, recorded in book/measured/scale_estimate.csv) the
 cost per batch is bounded: KDEy is fitted on a stratified subsample of at most
 :data:`capshift.quantifiers.MAX_FIT_ITEMS` items of V and shared (:class:`capshift.quantifiers.SharedQuantifier`)
-by the diagnostic and the LEAP-family methods, which evaluate its densities once per batch; the interval is
+by the LEAP-family methods, which evaluate its densities once per batch; h's posteriors are computed once per batch
+and read by the diagnostic's q-hat (:data:`DIAGNOSTIC_QUANTIFIER`) and the posterior-based methods; each method's
+estimate, interval and table come from one call (:meth:`capshift.base.CAPEstimator.predict_estimate`); the interval is
 calibrated on samples of at most :data:`capshift.conformal.MAX_CAL_SIZE` items (a larger batch gets the wider
 interval of that size); the diagnostic reads at most :data:`capshift.pps_check.DEFAULT_MAX_ITEMS` items of a batch
 (its power at that size: :func:`capshift.pps_check.detectable_auc`).
@@ -55,9 +57,9 @@ from .pps_check import DEFAULT_LEVEL, pps_test
 from .quantifiers import Quantifier, SharedQuantifier
 from .tables import contingency_table, get_measure
 
-__all__ = ["load_model", "read_table", "read_batches", "batch_sources", "BatchSource", "prepare", "estimate", "Estimation", "CodedClassifier",
-           "PICKLE_SUFFIXES", "TABLE_SUFFIXES", "PPS_DOUBTFUL", "DEFAULT_METHODS", "MEASURES",
-           "Example", "example_stream", "diagnostic_study"]
+__all__ = ["load_model", "read_table", "read_batches", "batch_sources", "BatchSource", "prepare", "estimate",
+           "Estimation", "CodedClassifier", "PICKLE_SUFFIXES", "TABLE_SUFFIXES", "PPS_DOUBTFUL", "DEFAULT_METHODS",
+           "MEASURES", "DIAGNOSTIC_QUANTIFIER", "Example", "example_stream", "diagnostic_study"]
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -65,6 +67,13 @@ PPS_DOUBTFUL = "PPS doubtful: estimate unreliable"
 DEFAULT_METHODS = ("O-LEAP_KDEy",)
 #: The measures offered (names of capshift.tables.MEASURES).
 MEASURES = ("accuracy", "f1", "macro_f1")
+#: The quantifier of the PPS diagnostic's q-hat (:mod:`capshift.quantifiers`): "sld", SLD/EMQ on h's posteriors
+#: (fitted on V by counting, one EM per batch on the posteriors the methods read too; no surrogate to train), or
+#: "acc" when h has no ``predict_proba`` (the test is then unstratified). Chosen on the recorded study of the
+#: diagnostic's size and power with each candidate q-hat (benchmarks/pps_diagnostic_study.py,
+#: book/measured/pps_diagnostic_full_scale.csv; the your_data chapter): the cheapest candidate whose false-alarm
+#: rate on PPS samples is within two standard errors of the level and whose power is not below KDEy-ML's.
+DIAGNOSTIC_QUANTIFIER = "sld"
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -449,8 +458,8 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
     500 so that a stream of batches stays quick); ``threshold``: alert when an estimate is below it (None: no
     alerts); ``min_batch``: batches with fewer items still get an estimate and an interval, with a note;
     ``pps_level``: the diagnostic's false-alarm rate (stratified by h's posteriors when h has ``predict_proba``).
-    The diagnostic's q-hat is KDEy-ML's (a surrogate on the
-    features, shared with the LEAP-family methods). Returns an :class:`Estimation`; raises ValueError /
+    The diagnostic's q-hat is :data:`DIAGNOSTIC_QUANTIFIER`'s ("acc" for h without ``predict_proba``), whatever the
+    methods, so that a batch's verdict does not depend on the methods asked for. Returns an :class:`Estimation`; raises ValueError /
     TypeError / FileNotFoundError (one line, naming the argument) on bad input, before any estimate.
     """
     import time
@@ -481,13 +490,17 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scikit-learn's convergence chatter; capshift's own warnings are kept below
         warnings.simplefilter("default", UserWarning)
-        # one KDEy fit shared by the diagnostic and the LEAP-family methods, and one density evaluation per batch
+        # the diagnostic's q-hat: a quantifier on h's own predictions, fitted on V by counting (no surrogate)
+        proba = hasattr(prep.h, "predict_proba")
+        diagnostic = Quantifier(DIAGNOSTIC_QUANTIFIER if proba else "acc", prep.h,
+                                random_state=seed).fit(prep.X_val, prep.y_val, n)
+        # one KDEy fit shared by the LEAP-family methods that use it, and one density evaluation per batch
         # (the estimate, its interval and its table read the memoised prevalence)
-        q = SharedQuantifier("kdey", prep.h, random_state=seed).fit(prep.X_val, prep.y_val, n)
+        kdey = [m for m in methods if str(registry.get(m).params.get("quantifier", "")).lower() == "kdey"]
+        q = SharedQuantifier("kdey", prep.h, random_state=seed).fit(prep.X_val, prep.y_val, n) if kdey else None
         ests = {}
         for m in methods:
-            spec = registry.get(m)
-            kw = {"quantifier": q} if str(spec.params.get("quantifier", "")).lower() == "kdey" else {}
+            kw = {"quantifier": q} if m in kdey else {}
             est = registry.make_method(m, prep.h, random_state=seed, **kw)
             est.interval_params = {**est.interval_params, "n_cal": check_int(n_cal, "n_cal"),
                                    "n_splits": check_int(n_splits, "n_splits")}
@@ -495,7 +508,6 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
                 raise ValueError(f"method {m!r} does not estimate {measure!r}; choose another method or measure")
             ests[m] = est.fit(prep.X_val, prep.y_val)
     rows, tables, true_tables, notes = [], {}, {}, []
-    proba = hasattr(prep.h, "predict_proba")
     P_val = prep.h.predict_proba(prep.X_val) if proba else None
     for source in tqdm(sources, desc="batches", unit="batch", disable=not progress):
         name, frame = source.name, source.read()
@@ -503,9 +515,10 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
         X = prep.features_of(frame, name)
         y_true = prep.labels_of(frame, f"batch {name!r}") if label in frame.columns else None
         del frame
-        qhat = q.quantify_batch([X])[0]
+        P = prep.h.predict_proba(X) if proba else None  # h's posteriors, once per batch
+        qhat = diagnostic.aggregate(P) if proba else diagnostic.quantify(X)  # SLD reads the posteriors P
         test = pps_test(X, prep.X_val, prep.y_val, qhat, level=pps_level, random_state=seed,
-                        posteriors_batch=prep.h.predict_proba(X) if proba else None, posteriors_val=P_val)
+                        posteriors_batch=P, posteriors_val=P_val)
         note = []
         if X.shape[0] < min_batch:
             note.append(f"{X.shape[0]} items, below min_batch={min_batch}: a wide interval")
@@ -519,12 +532,12 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
         for m, est in ests.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                value = float(est.predict(X, measure=measure))
-                lo, hi = est.predict_interval(X, alpha=1 - interval, measure=measure)
-                if est.estimates_tables:
-                    tables[name][m] = est.predict_table(X)
-            row = {"batch": name, "items": int(X.shape[0]), "method": m, "estimate": value, "lower": lo,
-                   "upper": hi, "pps_auc": test.auc, "pps_pvalue": test.pvalue,
+                r = est.predict_estimate(X, alpha=1 - interval, measure=measure, posteriors=P)
+            if r.table is not None:
+                tables[name][m] = r.table
+            value = r.value
+            row = {"batch": name, "items": int(X.shape[0]), "method": m, "estimate": value, "lower": r.lower,
+                   "upper": r.upper, "pps_auc": test.auc, "pps_pvalue": test.pvalue,
                    "pps": PPS_DOUBTFUL if test.doubtful else ("not tested" if np.isnan(test.pvalue) else "plausible"),
                    "alert": bool(threshold is not None and value < threshold), "note": "; ".join(note)}
             if labelled:
@@ -615,7 +628,8 @@ def example_stream(n_batches: int = 20, batch_size: int = 250, segment=(13, 17),
 # ------------------------------------------------------------------------------------------------ the diagnostic's study
 def diagnostic_study(data, n_samples: int = 20, sample_size: int = 200, train_size: int = 2000,
                      alphas=(0.0, 0.25, 0.75, 1.0), local_prevalences=(0.35, 0.65), concept_cuts=None,
-                     level: float = DEFAULT_LEVEL, random_state: int = 0) -> pd.DataFrame:
+                     level: float = DEFAULT_LEVEL, quantifier: str = DIAGNOSTIC_QUANTIFIER,
+                     random_state: int = 0) -> pd.DataFrame:
     """Size and power of :func:`capshift.pps_check.pps_test` under the dataset-shift protocols of
     :mod:`capshift.shift` (Gonzalez, Moreo & Sebastiani 2024, Algorithms 1-4), on one dataset.
 
@@ -626,7 +640,8 @@ def diagnostic_study(data, n_samples: int = 20, sample_size: int = 200, train_si
     (:class:`~capshift.shift.PriorShift`, test prevalences 0.2..0.8: the false-alarm rate); global covariate shift
     at the shares ``alphas`` of group A (alpha_L = 0.5, p fixed at 0.5); local covariate shift at
     ``local_prevalences``; concept shift at the cuts ``concept_cuts`` (default: every cut but the middle one, which
-    trains). q-hat is KDEy-ML's, fitted on V. Returns one row per test sample: protocol, degree, pvalue, auc,
+    trains). q-hat is ``quantifier``'s (a name of :data:`capshift.quantifiers.QUANTIFIERS` but "oracle", default
+:func:`estimate`'s), fitted on V. Returns one row per test sample: protocol, degree, pvalue, auc,
     rejected.
     """
     from sklearn.linear_model import LogisticRegression
@@ -655,7 +670,7 @@ def diagnostic_study(data, n_samples: int = 20, sample_size: int = 200, train_si
         h = LogisticRegression().fit(XL, yL)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            q = Quantifier("kdey", h, random_state=seed).fit(XV, yV, 2)
+            q = Quantifier(quantifier, h, random_state=seed).fit(XV, yV, 2)
         P, PV = tr.test.parameters, h.predict_proba(XV)
         for i in range(len(P)):
             Xs = tr.test.data.instances[tr.test.indices[i]]

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 from scipy.stats import mannwhitneyu
 from sklearn.base import clone
@@ -101,9 +102,16 @@ def reference_sample(y_val, prevalence, size: int, seed: int) -> np.ndarray:
 
 
 def _distinct(X) -> np.ndarray:
-    """Sorted indices of the first occurrence of each distinct row of X (dense or sparse)."""
-    A = X.toarray() if sp.issparse(X) else X
-    return np.sort(np.unique(A, axis=0, return_index=True)[1])
+    """Sorted indices of the first occurrence of each distinct row of X (dense or sparse). Linear: rows are hashed
+    (pandas' ``hash_pandas_object``) and rows whose hash repeats are compared with the first row of that hash; a
+    hash collision between different rows (never seen; p ~ m^2 / 2^65) falls back to ``np.unique(axis=0)``."""
+    A = X.toarray() if sp.issparse(X) else np.asarray(X)
+    codes, firsts = pd.factorize(pd.util.hash_pandas_object(pd.DataFrame(A), index=False).to_numpy())
+    first = np.unique(codes, return_index=True)[1]  # codes number the hashes in order of first appearance
+    repeat = np.flatnonzero(first[codes] != np.arange(len(codes)))
+    if repeat.size and not np.array_equal(A[repeat], A[first[codes[repeat]]]):
+        return np.sort(np.unique(A, axis=0, return_index=True)[1])
+    return np.sort(first)
 
 
 def _rows(X, idx):

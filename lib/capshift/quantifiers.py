@@ -43,7 +43,8 @@ from ._kdey import KDEY_BACKENDS, KDEyEvaluator, check_kdey_backend
 from .validation import (ATOL, check_class_evidence, check_classifier, check_distribution, check_every_class,
                           check_fitted, check_fraction, check_int, check_labels, check_seed, check_X)
 
-__all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "MAX_FIT_ITEMS", "Quantifier", "SharedQuantifier", "digest", "make_quantifier", "check_prevalence", "resolve_quantifier"]
+__all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "MAX_FIT_ITEMS", "Quantifier", "SharedQuantifier", "digest",
+           "make_quantifier", "check_prevalence", "resolve_quantifier"]
 
 QUANTIFIERS = ("acc", "kdey", "kdey-h", "cc", "sld", "oracle")
 #: Default :class:`Quantifier` ``max_fit_items``: the KDEy quantifiers' subsample of a large V.
