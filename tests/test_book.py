@@ -352,6 +352,18 @@ def test_measured_runs_reports_a_missing_field(tmp_path):
         book.measured_runs(tmp_path)
 
 
+def test_read_recording_gives_the_table_and_its_header(tmp_path):
+    p = tmp_path / "r.csv"
+    p.write_text("# capshift: what, measured 2026-11-26\n# command: python x.py --n 3\n#commit: abc1234\na,b\n1,x\n2,y\n")
+    table, header = book.read_recording(p)
+    assert header == ["capshift: what, measured 2026-11-26", "command: python x.py --n 3", "commit: abc1234"]
+    assert table.columns.tolist() == ["a", "b"] and table["a"].tolist() == [1, 2]
+    # every recording of the book reads as a table (its header, when it has one, is set apart)
+    for csv in (ROOT / "book" / "measured").glob("*.csv"):
+        table, header = book.read_recording(csv)
+        assert len(table) and not str(table.columns[0]).startswith("#"), csv.name
+
+
 def test_kernel_environment_shares_the_cores_between_chapters(monkeypatch):
     for var in book.THREAD_VARS:
         monkeypatch.delenv(var, raising=False)

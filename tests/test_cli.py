@@ -108,6 +108,33 @@ def test_estimate_writes_the_table_and_the_plot(tmp_path, capsys):
     assert "4 batches" in capsys.readouterr().out
 
 
+def test_estimate_size_bounds_reach_the_diagnostic_and_the_interval(tmp_path, capsys):
+    import pandas as pd
+    base = _estimate_files(tmp_path) + ["--unlabelled", str(tmp_path / "stream.parquet"), "--chunk-size", "50"]
+
+    def run(*extra):
+        out = tmp_path / f"t{len(list(tmp_path.glob('t*.csv')))}.csv"
+        assert cli.main(base + ["--out", str(out), *extra]) == 0
+        return pd.read_csv(out, keep_default_na=False)
+
+    default = run()
+    assert not default["note"].str.contains("a random").any()  # batches of 50: under the default bounds
+    capped = run("--pps-max-items", "30")
+    assert capped["note"].str.contains("tested on 30 of the batch's 50 items \\(a random 30").all()
+    assert (capped["pps_pvalue"] != default["pps_pvalue"]).any()
+    narrow = run("--max-cal-size", "20")  # calibrated at 20 items: a wider interval for batches of 50
+    assert ((narrow["upper"] - narrow["lower"]) > (default["upper"] - default["lower"])).all()
+    same = run("--max-cal-size", "none", "--pps-max-items", "none", "--max-fit-items", "none")
+    pd.testing.assert_frame_equal(same, default)  # no bound is reached by batches of 50 and a V of 200
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        cli.main(base + ["--out", str(tmp_path / "x.csv"), "--pps-max-items", "5"])
+    assert exc.value.code == 2 and "pps_max_items" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli.main(base + ["--out", str(tmp_path / "x.csv"), "--max-cal-size", "lots"])
+    assert exc.value.code == 2 and "'none'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("bad", [["--unlabelled", "/nonexistent"], ["--unlabelled", "STREAM", "--label", "nope"]])
 def test_estimate_bad_input_is_one_line_status_2_and_writes_nothing(bad, tmp_path, capsys):
     args = _estimate_files(tmp_path) + [a.replace("STREAM", str(tmp_path / "stream.parquet")) for a in bad]

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+import pandas as pd
 import papermill
 import yaml
 from jupyter_client.localinterfaces import localhost
@@ -493,6 +494,15 @@ def cpu_model() -> str:
 
 
 MEASURED_FIELDS = ("files", "what", "commit", "command", "date", "wall_time", "machine")
+
+
+def read_recording(path) -> tuple[pd.DataFrame, list[str]]:
+    """A recording of ``book/measured/`` (a CSV whose leading ``#`` lines say what, command, commit, wall time and
+    machine): its table and those header lines, without the ``#``. What a chapter reads a recorded run with.
+    Raises FileNotFoundError for a missing file."""
+    path = Path(path)
+    header = [ln[1:].strip() for ln in path.read_text().splitlines() if ln.startswith("#")]
+    return pd.read_csv(path, comment="#"), header
 
 
 def measured_runs(root: Path) -> list[str]:

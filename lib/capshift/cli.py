@@ -24,7 +24,10 @@ import yaml
 
 from . import book
 from . import datasets as _datasets
+from . import conformal as _conformal
+from . import pps_check as _pps_check
 from . import protocols as _protocols
+from . import quantifiers as _quantifiers
 from . import estimate as _estimate
 from . import plots as _plots
 from .classifiers import CLASSIFIERS
@@ -140,6 +143,16 @@ def _print_failed(failed: list) -> None:
 
 
 # ---- estimate ----
+def _bound(text: str):
+    """A size bound of the command line: a positive integer, or "none" (no bound)."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {text!r}") from None
+
+
 def add_estimate_command(sub) -> argparse.ArgumentParser:
     """Add ``estimate`` (:func:`capshift.estimate.estimate` on files) to an ``add_subparsers()`` object."""
     e = sub.add_parser("estimate", help="estimate a model's accuracy on batches of unlabelled data",
@@ -161,6 +174,13 @@ def add_estimate_command(sub) -> argparse.ArgumentParser:
     e.add_argument("--min-batch", type=int, default=30, help="smaller batches get a note (default 30)")
     e.add_argument("--trust-pickle", action="store_true", help="allow a joblib/pickle model (pickle runs code)")
     e.add_argument("--trust", nargs="+", default=None, metavar="TYPE", help="extra types to trust in a .skops file")
+    e.add_argument("--max-fit-items", type=_bound, default=_quantifiers.MAX_FIT_ITEMS, metavar="N",
+                   help="fit KDEy on at most N items of the validation set, 'none' for all (default %(default)s)")
+    e.add_argument("--max-cal-size", type=_bound, default=_conformal.MAX_CAL_SIZE, metavar="N",
+                   help="calibrate the interval on samples of at most N items; a larger batch gets that size's "
+                        "interval, 'none' for its own (default %(default)s)")
+    e.add_argument("--pps-max-items", type=_bound, default=_pps_check.DEFAULT_MAX_ITEMS, metavar="N",
+                   help="run the PPS diagnostic on at most N items of each batch, 'none' for all (default %(default)s)")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--out", default=None, help="per-batch table: .csv or .parquet")
     e.add_argument("--plot", default=None, help="plot file (.png; default: --out with suffix .png)")
@@ -199,7 +219,9 @@ def estimate_command(args: argparse.Namespace, parser: argparse.ArgumentParser) 
                                  measure=args.measure, interval=args.interval, threshold=args.threshold,
                                  min_batch=args.min_batch, chunk_size=args.chunk_size, timestamp=args.timestamp,
                                  period=args.period, trust_pickle=args.trust_pickle, trusted=args.trust,
-                                 random_state=args.seed, progress=not args.no_progress)
+                                 max_fit_items=args.max_fit_items, max_cal_size=args.max_cal_size,
+                                 pps_max_items=args.pps_max_items, random_state=args.seed,
+                                 progress=not args.no_progress)
     except (ValueError, TypeError, FileNotFoundError) as exc:
         err(str(exc).splitlines()[0])
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -53,8 +53,9 @@ from tqdm import tqdm  # the text bar: tqdm.auto warns (TqdmWarning) on import i
 
 from . import datasets, registry, shift
 from .validation import check_fraction, check_int, check_seed
-from .pps_check import DEFAULT_LEVEL, pps_test
-from .quantifiers import Quantifier, SharedQuantifier
+from .conformal import MAX_CAL_SIZE
+from .pps_check import DEFAULT_LEVEL, DEFAULT_MAX_ITEMS, DEFAULT_MIN_ITEMS, pps_test
+from .quantifiers import MAX_FIT_ITEMS, Quantifier, SharedQuantifier
 from .tables import contingency_table, get_measure
 
 __all__ = ["load_model", "read_table", "read_batches", "batch_sources", "BatchSource", "prepare", "estimate",
@@ -448,7 +449,8 @@ class Estimation:
 def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS, measure: str = "accuracy",
              interval: float = 0.95, threshold: float | None = None, min_batch: int = 30, chunk_size=None,
              timestamp=None, period=None, pps_level: float = DEFAULT_LEVEL, trust_pickle: bool = False,
-             trusted=None, n_cal: int = 200, n_splits: int = 4, random_state: int = 0,
+             trusted=None, n_cal: int = 200, n_splits: int = 4, max_fit_items=MAX_FIT_ITEMS,
+             max_cal_size=MAX_CAL_SIZE, pps_max_items=DEFAULT_MAX_ITEMS, random_state: int = 0,
              progress: bool = False) -> Estimation:
     """Estimate ``measure`` of ``model`` on every batch of ``unlabelled`` (see the module doc).
 
@@ -458,6 +460,10 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
     500 so that a stream of batches stays quick); ``threshold``: alert when an estimate is below it (None: no
     alerts); ``min_batch``: batches with fewer items still get an estimate and an interval, with a note;
     ``pps_level``: the diagnostic's false-alarm rate (stratified by h's posteriors when h has ``predict_proba``).
+    The bounds that keep a large V and large batches cheap (the module doc): ``max_fit_items``, the KDEy
+    subsample of V (:class:`capshift.quantifiers.Quantifier`); ``max_cal_size``, the largest calibration sample of
+    the interval (:class:`capshift.conformal.ConformalInterval`); ``pps_max_items``, the diagnostic's subsample of a
+    batch (:func:`capshift.pps_check.pps_test`); each None for no bound (cost then grows with the data).
     The diagnostic's q-hat is :data:`DIAGNOSTIC_QUANTIFIER`'s ("acc" for h without ``predict_proba``), whatever the
     methods, so that a batch's verdict does not depend on the methods asked for. Returns an :class:`Estimation`; raises ValueError /
     TypeError / FileNotFoundError (one line, naming the argument) on bad input, before any estimate.
@@ -477,6 +483,9 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
     min_batch = check_int(min_batch, "min_batch")
     pps_level = check_fraction(pps_level, "pps_level")
     seed = check_seed(random_state, "random_state")
+    bounds = {name: None if v is None else check_int(v, name, min_value=low) for name, v, low in
+              (("max_fit_items", max_fit_items, 2), ("max_cal_size", max_cal_size, 2),
+               ("pps_max_items", pps_max_items, DEFAULT_MIN_ITEMS))}
     prep = prepare(model, validation, label, timestamp=timestamp, trust_pickle=trust_pickle, trusted=trusted)
     n = len(prep.classes)
     if measure == "f1" and n != 2:
@@ -497,13 +506,14 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
         # one KDEy fit shared by the LEAP-family methods that use it, and one density evaluation per batch
         # (the estimate, its interval and its table read the memoised prevalence)
         kdey = [m for m in methods if str(registry.get(m).params.get("quantifier", "")).lower() == "kdey"]
-        q = SharedQuantifier("kdey", prep.h, random_state=seed).fit(prep.X_val, prep.y_val, n) if kdey else None
+        q = SharedQuantifier("kdey", prep.h, random_state=seed, max_fit_items=bounds["max_fit_items"]).fit(
+            prep.X_val, prep.y_val, n) if kdey else None
         ests = {}
         for m in methods:
             kw = {"quantifier": q} if m in kdey else {}
             est = registry.make_method(m, prep.h, random_state=seed, **kw)
             est.interval_params = {**est.interval_params, "n_cal": check_int(n_cal, "n_cal"),
-                                   "n_splits": check_int(n_splits, "n_splits")}
+                                   "n_splits": check_int(n_splits, "n_splits"), "max_cal_size": bounds["max_cal_size"]}
             if not est.supports(measure):
                 raise ValueError(f"method {m!r} does not estimate {measure!r}; choose another method or measure")
             ests[m] = est.fit(prep.X_val, prep.y_val)
@@ -518,6 +528,7 @@ def estimate(model, validation, label: str, unlabelled, methods=DEFAULT_METHODS,
         P = prep.h.predict_proba(X) if proba else None  # h's posteriors, once per batch
         qhat = diagnostic.aggregate(P) if proba else diagnostic.quantify(X)  # SLD reads the posteriors P
         test = pps_test(X, prep.X_val, prep.y_val, qhat, level=pps_level, random_state=seed,
+                        max_items=bounds["pps_max_items"],
                         posteriors_batch=P, posteriors_val=P_val)
         note = []
         if X.shape[0] < min_batch:
