@@ -8,7 +8,7 @@ NAME   ?=
 PARAMS ?=
 export MPLBACKEND := Agg
 
-.PHONY: book test chapter check clean venv
+.PHONY: book test chapter check clean venv mutate
 
 venv: $(STAMP)
 
@@ -34,6 +34,11 @@ chapter: $(STAMP)
 
 check: $(STAMP)
 	$(PY) -m capshift.book check --profile ci
+
+# mutation testing of one module (not part of .ci/run: slow); see CONTRIBUTING.md
+mutate: $(STAMP)
+	@test -n "$(MODULE)" || { echo 'usage: make mutate MODULE=<module of lib/capshift, e.g. pps_check>'; exit 2; }
+	$(PY) benchmarks/mutate.py $(MODULE)
 
 clean:
 	rm -rf _build .pytest_cache

@@ -1,0 +1,146 @@
+"""Mutation testing of one module of lib/capshift (issue 32): mutmut 3 on a scratch copy of the repository, with
+the tests that exercise that module, so that a module's run takes minutes rather than the whole suite's hours.
+
+    .venv/bin/python benchmarks/mutate.py pps_check              # or: make mutate MODULE=pps_check
+    .venv/bin/python benchmarks/mutate.py tables --tests tests/test_tables.py tests/test_properties.py
+
+The scratch copy ($TMPDIR/capshift-mutate/<module>, or --work) holds the package (in src/), tests/ and a
+pyproject.toml whose ``[tool.mutmut]`` section names the module (``only_mutate``) and its tests
+(``pytest_add_cli_args_test_selection``: by default tests/test_<module>.py and every other test file that imports
+the module, without the book, browser and packaging tests, which build the whole book). mutmut then mutates every
+function of the module, maps each mutant to the tests that reach its function, and runs those.
+
+Mutants listed in benchmarks/mutation/equivalent.yml (``module: {mutant name: one-line reason}``) are counted out:
+an equivalent mutant changes no behaviour (a reviewer must be able to check the reason). The score is
+killed / (mutants - equivalent); timeouts count as killed (mutmut's convention: the mutant hangs the tests).
+
+Writes benchmarks/mutation/<module>.csv (one row per mutant: name, status, equivalent reason) and updates
+benchmarks/mutation/scores.csv (one row per module: mutants, killed, survived, equivalent, score, seconds, date,
+commit). Prints the surviving mutants' diffs (``mutmut show``) for the next test to pin.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "mutation"
+#: Test files that build or serve the whole book or check packaging: too slow to run once per mutant, and they
+#: test the chapters, not a module's numbers.
+SLOW_TESTS = {"test_book.py", "test_site.py", "test_packaging.py", "test_workflows.py"}
+#: What mutmut reports, and whether it counts as killed.
+KILLED = {"killed", "timeout"}
+MUTMUT = Path(sys.executable).with_name("mutmut")
+
+
+def default_tests(module: str) -> list[str]:
+    """tests/test_<module>.py and the other test files that import ``capshift.<module>`` (by name), without
+    :data:`SLOW_TESTS`."""
+    pattern = re.compile(rf"capshift\.{module}\b|from capshift import [^\n]*\b{module}\b|from \.{module}\b")
+    found = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        if path.name in SLOW_TESTS:
+            continue
+        if path.name == f"test_{module}.py" or pattern.search(path.read_text()):
+            found.append(f"tests/{path.name}")
+    return found
+
+
+def scratch_copy(work: Path, module: str, tests: list[str]) -> None:
+    """lib/, tests/ and a pyproject.toml with the module's [tool.mutmut] section, under ``work`` (emptied)."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    # the package goes to src/: mutmut 3 puts mutants/src (./ or source/) first on the tests' sys.path and names
+    # mutants after their module (capshift.<module>), which a lib/ layout would break
+    shutil.copytree(ROOT / "lib", work / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    section = "\n".join([
+        "", "[tool.mutmut]",
+        'source_paths = ["src"]',
+        f'only_mutate = ["src/capshift/{module}.py"]',
+        f"pytest_add_cli_args_test_selection = {tests!r}".replace("'", '"'),
+        'pytest_add_cli_args = ["-x", "-q", "-p", "no:cacheprovider"]',
+        "",
+    ])
+    (work / "pyproject.toml").write_text(pyproject + section)
+
+
+def results(work: Path) -> dict[str, str]:
+    """``{mutant name: status}`` from ``mutmut results --all true``."""
+    out = subprocess.run([str(MUTMUT), "results", "--all", "true"], cwd=work, capture_output=True, text=True,
+                         check=True).stdout
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\s+(\S+): (.+)$", out, flags=re.M)}
+
+
+def git_commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("module", help="a module of lib/capshift, without .py (e.g. pps_check)")
+    ap.add_argument("--tests", nargs="+", default=None, help="test files to run (default: see default_tests)")
+    ap.add_argument("--work", default=None, help="scratch folder (default $TMPDIR/capshift-mutate/<module>)")
+    ap.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args(argv)
+    module = args.module.removesuffix(".py")
+    if not (ROOT / "lib" / "capshift" / f"{module}.py").exists():
+        ap.error(f"lib/capshift/{module}.py does not exist")
+    tests = args.tests or default_tests(module)
+    if not tests:
+        ap.error(f"no test file imports capshift.{module}: name them with --tests")
+    work = Path(args.work) if args.work else Path(tempfile.gettempdir()) / "capshift-mutate" / module
+    scratch_copy(work, module, tests)
+    print(f"mutating lib/capshift/{module}.py against {' '.join(tests)} in {work}", flush=True)
+    t0 = time.perf_counter()
+    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": ""}
+    subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=work, env=env)
+    seconds = time.perf_counter() - t0
+    status = results(work)
+    equivalent = (yaml.safe_load((OUT / "equivalent.yml").read_text()) or {}).get(module) or {} \
+        if (OUT / "equivalent.yml").exists() else {}
+    OUT.mkdir(exist_ok=True)
+    with open(OUT / f"{module}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["mutant", "status", "equivalent"])
+        for name, s in sorted(status.items()):
+            w.writerow([name, s, equivalent.get(name, "")])
+    n = len(status)
+    killed = sum(s in KILLED for s in status.values())
+    eq = sum(1 for name, s in status.items() if name in equivalent and s not in KILLED)
+    survivors = [name for name, s in status.items() if s not in KILLED and name not in equivalent]
+    score = killed / (n - eq) if n > eq else float("nan")
+    rows = {}
+    scores = OUT / "scores.csv"
+    if scores.exists():
+        with open(scores) as f:
+            rows = {r["module"]: r for r in csv.DictReader(f)}
+    rows[module] = {"module": module, "mutants": n, "killed": killed, "survived": len(survivors), "equivalent": eq,
+                    "score": f"{score:.3f}", "seconds": f"{seconds:.0f}", "date": str(date.today()),
+                    "commit": git_commit(), "tests": " ".join(tests)}
+    with open(scores, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[module]))
+        w.writeheader()
+        w.writerows(sorted(rows.values(), key=lambda r: r["module"]))
+    print(f"{module}: {n} mutants, {killed} killed, {len(survivors)} survived, {eq} equivalent: score {score:.3f} "
+          f"({seconds:.0f} s)")
+    for name in survivors:
+        print(subprocess.run([str(MUTMUT), "show", name], cwd=work, capture_output=True, text=True).stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
