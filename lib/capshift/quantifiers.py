@@ -9,7 +9,13 @@ aggregates per sample (KDEy-ML costs milliseconds per sample this way).
 Names (LEAP 2025, Sects. 4.3-4.4; DS 2024, Sect. 5):
 
 - ``"acc"``: adjusted classify and count (Forman 2008) on the *target* classifier's own
-  validation predictions (LEAP_ACC), QuaPy's ``ACC`` with Bunse's (2022) constrained solver.
+  validation predictions (LEAP_ACC), QuaPy's ``ACC`` with Bunse's (2022) constrained solver. QuaPy's ``ACC``
+  is always what is fitted (its misclassification matrix on V); its per-sample inference runs either through
+  QuaPy (``kdey_backend="quapy"``: SLSQP on finite differences at ``ftol=1e-6``, 0.15-0.7 s per sample at 26
+  classes) or, by default, through :class:`capshift._acc.ACCEvaluator` (``kdey_backend="capshift"``: the same
+  least-squares objective on the simplex minimised exactly by an active-set QP solve, :mod:`capshift._qp`).
+  The two agree to SLSQP's tolerance. A singular matrix (a class h never predicts on V) has no unique
+  minimiser: QuaPy's path is kept for it.
 - ``"kdey"``: KDEy-ML (Moreo et al. 2025) on a surrogate scikit-learn ``MLPClassifier`` trained on
   V with 5-fold cross-validated posteriors, bandwidth 0.1 (as in the LEAP authors' code). QuaPy's
   ``KDEyML`` is always what is fitted; its per-sample inference runs either through QuaPy
@@ -39,6 +45,7 @@ from quapy.method.aggregative import ACC, CC, EMQ, AggregativeQuantifier, KDEyML
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
+from ._acc import ACCEvaluator, acc_supported
 from ._kdey import KDEY_BACKENDS, KDEyEvaluator, check_kdey_backend
 from .validation import (ATOL, check_class_evidence, check_classifier, check_distribution, check_every_class,
                           check_fitted, check_fraction, check_int, check_labels, check_seed, check_X)
@@ -92,9 +99,11 @@ class Quantifier:
     bandwidth : float
         KDEy-ML kernel bandwidth (default 0.1).
     kdey_backend : {"capshift", "quapy"}
-        Inference of a KDEy-ML quantifier (``"kdey"`` or a QuaPy ``KDEyML`` instance): ``"capshift"``
-        (default; vectorised densities and an exact solve, :mod:`capshift._kdey`) or ``"quapy"``
-        (QuaPy's own ``aggregate``). Fitting is QuaPy's in both cases. Ignored by other methods.
+        The inference backend (named for KDEy, its first user) of a KDEy-ML quantifier (``"kdey"``, ``"kdey-h"``
+        or a QuaPy ``KDEyML`` instance) and of an ACC quantifier (``"acc"`` or a QuaPy ``ACC`` instance with
+        ``solver="minimize"``): ``"capshift"`` (default; for KDEy vectorised densities and an exact solve,
+        :mod:`capshift._kdey`; for ACC an exact solve of QuaPy's constrained least squares, :mod:`capshift._acc`)
+        or ``"quapy"`` (QuaPy's own ``aggregate``). Fitting is QuaPy's in both cases. Ignored by other methods.
     max_fit_items : int or None
         ``"kdey"`` and ``"kdey-h"`` are fitted on a stratified random subsample of at most this many items of V
         (default :data:`MAX_FIT_ITEMS`; None: all of V). Their cost grows with the items they fit: the
@@ -202,7 +211,7 @@ class Quantifier:
                 raise ValueError(f"the quantifier's classes {classes.tolist()} are not 0..{n_classes - 1}: "
                                  "every class must occur in V and labels must be encoded 0..n-1")
         self.q_, self.n_features_in_, self.n_classes_ = q_, X_val.shape[1], n_classes
-        return self.set_kdey_backend(backend)  # per fit: the capshift backend caches the centres and norms
+        return self.set_kdey_backend(backend)  # per fit: capshift caches KDEy centres, ACC factorisation
 
     def unfitted(self) -> "Quantifier":
         """An unfitted quantifier of the same kind and parameters (what a method refitted on part of V needs:
@@ -228,14 +237,22 @@ class Quantifier:
         return np.sort(np.concatenate(keep))
 
     def set_kdey_backend(self, backend: str):
-        """Switch a fitted KDEy-ML quantifier's inference to ``backend`` ("capshift" or "quapy") without
-        refitting (the fitted QuaPy model is shared). Returns self. ValueError/TypeError for another name."""
+        """Switch a fitted KDEy-ML or ACC quantifier's inference to ``backend`` ("capshift" or "quapy") without
+        refitting (the fitted QuaPy model is shared). Returns self. ValueError/TypeError for another name.
+
+        ``fast_`` is then the capshift evaluator (:class:`capshift._kdey.KDEyEvaluator` for a Gaussian-kernel
+        ``KDEyML``, :class:`capshift._acc.ACCEvaluator` for an ``ACC`` it supports,
+        :func:`capshift._acc.acc_supported`), or None: QuaPy's ``aggregate`` (backend "quapy", other quantifiers,
+        and the cases the evaluators do not reproduce exactly).
+        """
         backend = check_kdey_backend(backend)
         self._check_fitted()
         self.kdey_backend = backend
         self.fast_ = None
         if backend == "capshift" and isinstance(self.q_, KDEyML) and self.q_.kernel == "gaussian":
             self.fast_ = KDEyEvaluator(self.q_)
+        elif backend == "capshift" and acc_supported(self.q_):
+            self.fast_ = ACCEvaluator(self.q_)
         return self
 
     def classify(self, X):
@@ -272,8 +289,9 @@ class Quantifier:
         """Prevalence estimates (k, n) of k samples (a list of (m_i, d) arrays), as :meth:`quantify` per sample.
 
         The surrogate classifier runs once on all the samples' items and, with the capshift KDEy backend,
-        the densities of all items are evaluated in one vectorised pass. ``prevalences`` (k, n): the true
-        prevalences, for the oracle only.
+        the densities of all items are evaluated in one vectorised pass (with the capshift ACC backend, the
+        constrained least-squares problems of all samples are solved as one batch). ``prevalences`` (k, n): the
+        true prevalences, for the oracle only.
         """
         self._check_fitted()
         if self.q_ is None:
