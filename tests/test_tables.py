@@ -62,3 +62,38 @@ def test_registry_and_errors():
 def test_one_item_sample():
     C = T.contingency_table([1], [0], 2)
     assert C[1, 0] == 1.0 and T.accuracy(C) == 0.0
+
+
+def test_f1_is_binary_f1_for_two_classes_and_macro_f1_beyond():
+    """The "f1" measure: F1 of class 1 for n = 2 (not macro-F1), macro-F1 for n >= 3 (not class 1's F1); hand
+    computed, and scikit-learn's on the labels the tables come from."""
+    C2 = np.array([[6, 2], [1, 3]]) / 12  # class 1: precision 3/5, recall 3/4, F1 = 2/3; class 0: F1 = 12/15
+    assert T.get_measure("f1")(C2) == pytest.approx(2 / 3)
+    assert T.macro_f1(C2) == pytest.approx((2 / 3 + 0.8) / 2)  # differs, so the two branches are told apart
+    y = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2])
+    yp = np.array([0, 1, 0, 1, 2, 2, 2, 0, 2])
+    C3 = T.contingency_table(y, yp, 3)
+    assert T.get_measure("f1")(C3) == pytest.approx(metrics.f1_score(y, yp, average="macro"))
+    assert T.get_measure("f1")(C3) != pytest.approx(T.f1(C3, 1))
+    # on a stack of tables too (the shape test reads the classes, the last axis)
+    stack = np.stack([C2, C2[::-1, ::-1]])
+    np.testing.assert_allclose(T.get_measure("f1")(stack), [2 / 3, T.f1(C2[::-1, ::-1], 1)])
+
+
+def test_balanced_accuracy_averages_the_recall_of_the_present_classes_only():
+    """A class with no item in the sample (an empty row) is left out of the mean, even when h predicts it."""
+    y = np.array([0, 0, 0, 1, 1, 1, 1])
+    yp = np.array([0, 2, 0, 1, 1, 2, 1])  # class 2 never true, but predicted twice
+    C = T.contingency_table(y, yp, 3)
+    assert T.balanced_accuracy(C) == pytest.approx((2 / 3 + 3 / 4) / 2)  # not divided by 3
+    assert T.balanced_accuracy(C) == pytest.approx(metrics.balanced_accuracy_score(y, yp))
+
+
+def test_measure_value_is_a_float_for_one_table_and_an_array_for_a_stack():
+    C = np.array([[0.4, 0.1], [0.2, 0.3]])
+    v = T.measure_value(C, "accuracy")
+    assert type(v) is float and v == pytest.approx(0.7)
+    vs = T.measure_value(np.stack([C, C.T]), "accuracy")
+    assert isinstance(vs, np.ndarray) and vs.dtype == float and vs.shape == (2,)
+    np.testing.assert_allclose(vs, [0.7, 0.7])
+    assert type(T.measure_value(np.array([[1, 0], [0, 0]]), "accuracy")) is float  # an integer table: a float
