@@ -177,6 +177,81 @@ def test_lascal_temperature_is_the_one_loss_at_a_time_search():
         assert T == _lascal_temperature_reference(P_val, ctx.split.y_V, P, w)[0]
 
 
+
+def test_fminbound_many_is_scipys_bounded_search_on_each_function():
+    # the lockstep search must reproduce scipy's minimize_scalar(method="bounded") on every function: same minimiser,
+    # value and number of evaluations (==), on smooth, flat, stepped and noisy functions, with maxfun reached too
+    from scipy.optimize import minimize_scalar
+    rng = np.random.default_rng(11)
+    shift, scale = rng.uniform(-2, 2, 12), rng.uniform(0.1, 3, 12)
+
+    def one(x, i):
+        kind = i % 4
+        if kind == 0:
+            return (x - shift[i]) ** 2 * scale[i]
+        if kind == 1:
+            return np.zeros_like(x) if np.ndim(x) else 0.0  # flat: every step is a tie
+        if kind == 2:
+            return np.floor((x - shift[i]) * 7 * scale[i]) ** 2  # stepped, as the binned LasCal loss
+        return np.abs(x - shift[i]) + 0.05 * np.sin(40 * x * scale[i])  # many local minima
+
+    lo, hi = rng.uniform(-3, 0, 12), rng.uniform(0.01, 3, 12)
+    calls = []
+    for maxfun, xatol in ((500, 1e-4), (500, 1e-9), (6, 1e-4)):
+        x, fx = calibration._fminbound_many(lambda u, idx: (calls.append(len(idx)),
+                                                            np.array([one(a, i) for a, i in zip(u, idx)]))[1],
+                                            lo, hi, xatol=xatol, maxfun=maxfun)
+        for i in range(12):
+            res = minimize_scalar(lambda u: one(u, i), bounds=(lo[i], hi[i]), method="bounded",
+                                  options={"xatol": xatol, "maxiter": maxfun})
+            assert (x[i], fx[i]) == (res.x, res.fun), (maxfun, xatol, i)
+    assert calls[0] == 12 and min(calls) < 12  # all functions at once, then only those not yet converged
+
+
+def test_lascal_temperatures_of_a_stack_are_those_of_each_sample():
+    # LasCalLoss.temperatures searches a stack of samples at once (in chunks, with the lockstep search): each
+    # sample's (T, loss) must be lascal_temperature's on that sample alone (==), whatever the chunk size; samples
+    # with one-hot rows (T = 1), ties and zero weights mixed in
+    rng = np.random.default_rng(5)
+    for n, n_v, m in ((2, 150, 40), (5, 300, 100), (3, 80, 7)):
+        P_val = rng.dirichlet(np.full(n, 0.7), size=n_v)
+        y_val = rng.integers(0, n, n_v)
+        P = rng.dirichlet(np.full(n, 0.7), size=(9, m))
+        P[3] = np.eye(n)[rng.integers(0, n, m)]  # one-hot: T = 1
+        P[5] = np.round(P[5], 1) + 1e-9
+        P[5] /= P[5].sum(axis=1, keepdims=True)
+        w = rng.uniform(0, 2, (9, n))
+        w[7] = 0.0  # zero weights
+        expected = [calibration.lascal_temperature(P_val, y_val, P[i], w[i]) for i in range(9)]
+        for chunk in (1 << 21, 1):
+            loss = calibration.LasCalLoss(P_val, y_val, 15, 2, calibration.LASCAL_TEMPERATURES)
+            loss.CHUNK = chunk
+            T, value = loss.temperatures(P, w)
+            assert [(float(a), float(b)) for a, b in zip(T, value)] == expected, (n, chunk)
+        assert expected[3][0] == 1.0 and len({T for T, _ in expected}) > 1  # searched, not all T = 1
+
+
+def test_rlls_solves_each_distinct_problem_once(monkeypatch):
+    # RLLS reads a sample through its size and the counts of h's decisions: samples that share them share the
+    # solution (solved once), and the weights are those of a fresh RLLS (==)
+    rng = np.random.default_rng(4)
+    P_V, y_V, _ = _scaled_posteriors(600, _P_V, rng, 1.0)
+    samples = [_scaled_posteriors(50, _SHIFTED, rng, 1.0)[0] for _ in range(6)]
+    samples += [samples[0][::-1].copy(), samples[1][:40]]  # the counts of sample 0; a different size
+    rlls = calibration.RLLS(P_V, y_V, 3)
+    solved = []
+    original = calibration.RLLS._solve
+    monkeypatch.setattr(calibration.RLLS, "_solve", lambda self, mu: (solved.append(mu), original(self, mu))[1])
+    for P in samples:
+        w, ok = rlls.weights(P)
+        assert ok and np.array_equal(w, calibration.RLLS(P_V, y_V, 3).weights(P)[0])
+    distinct = {(len(P), np.bincount(P.argmax(axis=1), minlength=3).tobytes()) for P in samples}
+    assert len(distinct) == 7 and len(solved) == 7 + 8  # 7 distinct problems here; one per fresh RLLS
+    w = rlls.weights(samples[0])[0]
+    w[:] = -1.0  # the caller's copy: the cached solution is not changed
+    assert (rlls.weights(samples[0])[0] >= 0).all()
+
+
 # -- BCTS, its zero floor, and SLD -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def lr_problem():

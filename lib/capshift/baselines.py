@@ -663,17 +663,30 @@ class CBPE(_PosteriorBaseline):
         self._check_fitted()
         if self.calibration != "lascal":
             raise ValueError(f"lascal() needs calibration='lascal', this CBPE has calibration={self.calibration!r}")
-        P = check_posteriors(P, self.n_classes_, "P")
+        T, W = self._lascal_many([check_posteriors(P, self.n_classes_, "P")])
+        return float(T[0]), W[0]
+
+    def _lascal_many(self, post) -> tuple[np.ndarray, list]:
+        """LasCal's temperatures (float (k,)) and RLLS weights (k arrays (n,)) of k validated posterior matrices;
+        the samples of one size are searched together (:meth:`capshift.calibration.LasCalLoss.temperatures`)."""
         if getattr(self, "_rlls", None) is None:  # unpickled, or fitted before the attribute existed
             self._rlls = RLLS(*self.lascal_val_, self.n_classes_)
-        w, solved = self._rlls.weights(P)
-        if not solved:
-            warnings.warn("L-CBPE: RLLS could not solve for the label-shift weights of this sample; LasCal uses "
-                          "w = 1 (no shift)", CalibrationWarning, stacklevel=2)
+        W = []
+        for P in post:
+            w, solved = self._rlls.weights(P)
+            if not solved:
+                warnings.warn("L-CBPE: RLLS could not solve for the label-shift weights of this sample; LasCal uses "
+                              "w = 1 (no shift)", CalibrationWarning, stacklevel=3)
+            W.append(w)
         if getattr(self, "_lascal_loss", None) is None:  # V's side of the loss, shared by the samples
             self._lascal_loss = LasCalLoss(*self.lascal_val_, 15, 2, LASCAL_TEMPERATURES)
-        T, _ = self._lascal_loss.temperature(P, w)
-        return T, w
+        T = np.empty(len(post))
+        sizes = np.array([P.shape[0] for P in post])
+        for m in np.unique(sizes):
+            same = np.flatnonzero(sizes == m)
+            stack = np.stack([post[i] for i in same])
+            T[same] = self._lascal_loss.temperatures(stack, np.stack([W[i] for i in same]))[0]
+        return T, W
 
     def calibrate(self, P) -> np.ndarray:
         """PPS-calibrated posteriors, float (m, n) with rows summing to 1, of one test sample's posteriors ``P`` (m, n).
@@ -703,7 +716,12 @@ class CBPE(_PosteriorBaseline):
         if self.calibration == "lascal":
             for m in sorted({P.shape[0] for P in post}):
                 self._lascal_self_check(m)
-        tables = np.stack([cbpe_table(self.calibrate(P), P.argmax(axis=1), self.n_classes_) for P in post])
+            post = [check_posteriors(P, self.n_classes_, "P") for P in post]
+            T, _ = self._lascal_many(post)
+            calibrated = [temperature_scale(P, t) for P, t in zip(post, T)]
+        else:
+            calibrated = [self.calibrate(P) for P in post]
+        tables = np.stack([cbpe_table(Q, P.argmax(axis=1), self.n_classes_) for Q, P in zip(calibrated, post)])
         return tables if self.table == "joint" else column_normalised(tables)
 
     #: LasCal's self-check: number of IID subsamples of V per sample size.
@@ -726,11 +744,10 @@ class CBPE(_PosteriorBaseline):
         seed = check_seed(self.random_state, "random_state", allow_none=True)
         rng = np.random.default_rng([0 if seed is None else seed, m])
         pred, acc = P_val.argmax(axis=1), np.mean(P_val.argmax(axis=1) == y_val)
-        errors = []
-        for _ in range(self._LASCAL_CHECKS):
-            idx = rng.choice(len(y_val), m, replace=False)
-            C = cbpe_table(self.calibrate(P_val[idx]), pred[idx], self.n_classes_)
-            errors.append(abs(np.trace(C) - np.mean(pred[idx] == y_val[idx])))
+        draws = [rng.choice(len(y_val), m, replace=False) for _ in range(self._LASCAL_CHECKS)]
+        T, _ = self._lascal_many([P_val[idx] for idx in draws])
+        errors = [abs(np.trace(cbpe_table(temperature_scale(P_val[idx], t), pred[idx], self.n_classes_))
+                      - np.mean(pred[idx] == y_val[idx])) for idx, t in zip(draws, T)]
         checks[m] = float(np.mean(errors))
         sd = np.sqrt(max(acc * (1 - acc), 1.0 / m) / m)
         if checks[m] > 2 * sd:

@@ -32,7 +32,6 @@ import numpy as np
 from abstention.calibration import TempScaling
 from quapy.functional import prevalence_from_probabilities
 from quapy.method.aggregative import EMQ
-from scipy.optimize import minimize_scalar
 
 from .tables import contingency_table
 from .validation import (CalibrationWarning, check_distribution, check_finite_array, check_fitted, check_int,
@@ -257,23 +256,29 @@ def _count_le(flat, lo, hi, q):
 
 class LasCalLoss:
     """LasCal's loss (the mean over classes of :func:`lascal_calibration_error`, as :func:`lascal_temperature`
-    minimises it) for one V and many temperatures at once: the same numbers as ``_lascal_ce`` bit for bit, computed
-    with array operations over temperatures and classes. V's side at the grid temperatures (its scaled posteriors
-    of the true class, sorted within each class) does not depend on the sample and is computed once.
+    minimises it) for one V, many samples and many temperatures at once: the same numbers as ``_lascal_ce`` bit for
+    bit, computed with array operations over samples, temperatures and classes. V's side at the grid temperatures
+    (its scaled posteriors of the true class, sorted within each class) does not depend on the sample and is
+    computed once.
 
     ``LasCalLoss(P_val, y_val, n_bins, p, grid)``: V's posteriors (|V|, n) and labels (|V|,), the binning and norm
-    of :func:`lascal_calibration_error` and the sorted temperatures (G,) of the search; :meth:`temperature` gives a
-    sample's ``(T, loss)``, :meth:`losses` the loss at given temperatures. The inputs are not validated here:
-    pass them through :func:`lascal_temperature`'s checks (as it and :class:`capshift.baselines.CBPE` do)."""
+    of :func:`lascal_calibration_error` and the sorted temperatures (G,) of the search; :meth:`temperatures` gives
+    the ``(T, loss)`` of a stack of samples, :meth:`temperature` of one, :meth:`losses` the losses of a stack at the
+    grid's temperatures or at one temperature per sample. The inputs are not validated here: pass them through
+    :func:`lascal_temperature`'s checks (as it and :class:`capshift.baselines.CBPE` do)."""
+
+    #: Elements per temporary array of one chunk of samples (about 16 MB of floats): bounds the memory of a stack.
+    CHUNK = 1 << 21
 
     def __init__(self, P_val, y_val, n_bins, p, grid):
-        self.L_val = _log_posteriors(P_val)
-        self.max_val = self.L_val.max(axis=1)  # max(L / T) = max(L) / T exactly: rounding is monotone
         self.y_val = np.asarray(y_val)
         self.n_v, self.n = P_val.shape
         self.n_bins, self.p, self.grid = n_bins, p, grid
         self.by_class = np.argsort(self.y_val, kind="stable")
         self.starts = np.searchsorted(self.y_val[self.by_class], np.arange(self.n + 1))  # V's class segments
+        self.L_val = _log_posteriors(P_val)[self.by_class]  # V in class order
+        self.max_val = self.L_val.max(axis=1)  # max(L / T) = max(L) / T exactly: rounding is monotone
+        self.y_sorted = self.y_val[self.by_class]
         self._grid_val = None
 
     def __getstate__(self):  # the grid's table is rebuilt on demand, not pickled
@@ -281,44 +286,61 @@ class LasCalLoss:
         state["_grid_val"] = None
         return state
 
-    def _val_true(self, T):
-        """``softmax(L_val / T)[i, y_i]`` for every item of V, exactly as ``_softmax(L_val / T)`` computes it."""
-        E = np.exp(self.L_val / T - (self.max_val / T)[:, None])
-        return E[np.arange(self.n_v), self.y_val] / E.sum(axis=1)
+    def _val_true(self, Ts):
+        """``softmax(L_val / T)[i, y_i]`` for every item of V (in class order) and each temperature of ``Ts`` (S,):
+        float (S, |V|), exactly as ``_softmax(L_val / T)`` computes it."""
+        E = np.exp(self.L_val[None] / Ts[:, None, None] - (self.max_val[None] / Ts[:, None])[:, :, None])
+        return E[:, np.arange(self.n_v), self.y_sorted] / E.sum(axis=2)
 
     def _grid_table(self):
         if self._grid_val is None:
             G = np.empty((len(self.grid), self.n_v))
             for g, T in enumerate(self.grid):
-                v = self._val_true(T)
-                G[g] = v[np.lexsort((v, self.y_val))]
+                v = self._val_true(np.array([T]))[0]
+                for k in range(self.n):  # sorted within each class
+                    G[g, self.starts[k]:self.starts[k + 1]] = np.sort(v[self.starts[k]:self.starts[k + 1]])
             self._grid_val = G
         return self._grid_val
 
     def _pos_grid(self, edges):
-        """V's class-k items per bin at the grid temperatures: int (G, n, n_bins) for edges (G, n, n_bins + 1)."""
+        """V's class-k items per bin at the grid temperatures: int (R, n, n_bins) for edges (R, n, n_bins + 1)
+        whose rows run over the grid's temperatures in order, repeated (R a multiple of G)."""
         G = self._grid_table()
-        g = np.arange(G.shape[0])[:, None, None] * self.n_v
+        g = (np.arange(edges.shape[0]) % G.shape[0])[:, None, None] * self.n_v
         lo = np.broadcast_to(g + self.starts[:-1][None, :, None], edges.shape)
         hi = np.broadcast_to(g + self.starts[1:][None, :, None], edges.shape)
         return np.diff(_count_le(G.ravel(), lo.ravel(), hi.ravel(), edges.ravel()).reshape(edges.shape), axis=2)
 
-    def _pos_at(self, T, edges):
-        """The same at one temperature T, for edges (1, n, n_bins + 1)."""
-        v = self._val_true(T)[self.by_class]
-        pos = np.empty((1, self.n, self.n_bins), dtype=np.int64)
+    def _pos_at(self, Ts, edges):
+        """The same at one temperature per sample, ``Ts`` (S,), for edges (S, n, n_bins + 1): an item of class k
+        is in bin b when ``edges[b] < v <= edges[b + 1]`` (``searchsorted(edges, v) - 1``, as ``_bin_of``)."""
+        v = self._val_true(Ts)
+        pos = np.empty((len(Ts), self.n, self.n_bins), dtype=np.int64)
         for k in range(self.n):
-            b = np.searchsorted(edges[0, k], v[self.starts[k]:self.starts[k + 1]], side="left")  # bin + 1
-            pos[0, k] = np.bincount(b, minlength=self.n_bins + 2)[1:self.n_bins + 1]
+            le = v[:, self.starts[k]:self.starts[k + 1], None] <= edges[:, k, None, :]  # (S, |V_k|, n_bins + 1)
+            pos[:, k] = np.diff(le.sum(axis=1), axis=1)
         return pos
 
-    def losses(self, L, w, Ts, on_grid):
-        """The loss at each temperature of ``Ts`` (R,) for a sample's log-posteriors L (m, n), weights w (n,);
-        ``on_grid``: Ts is ``self.grid`` (V's side from the table), else a single temperature."""
-        m, n, nb = L.shape[0], self.n, self.n_bins
-        A = L[None] / Ts[:, None, None]
-        E = np.exp(A - A.max(axis=2, keepdims=True))
-        t = (E / E.sum(axis=2, keepdims=True)).transpose(0, 2, 1).reshape(-1, m)  # rows (temperature, class)
+    def losses(self, L, w, Ts=None):
+        """The loss of each of S samples: log-posteriors ``L`` (S, m, n), weights ``w`` (S, n); at the grid's
+        temperatures (``Ts`` None: float (S, G)) or at one temperature per sample (``Ts`` (S,): float (S,))."""
+        S, m, n = L.shape
+        on_grid = Ts is None
+        K = len(self.grid) if on_grid else 1
+        step = max(1, self.CHUNK // (K * n * max(m, 1 if on_grid else self.n_v)))
+        out = np.empty((S, K))
+        for a in range(0, S, step):
+            b = min(a + step, S)
+            T = np.broadcast_to(self.grid, (b - a, K)) if on_grid else np.asarray(Ts, dtype=float)[a:b, None]
+            out[a:b] = self._losses(L[a:b], w[a:b], T, on_grid)
+        return out if on_grid else out[:, 0]
+
+    def _losses(self, L, w, Ts, on_grid):
+        S, m, n = L.shape
+        K, nb = Ts.shape[1], self.n_bins
+        A = L[:, None] / Ts[:, :, None, None]
+        E = np.exp(A - A.max(axis=3, keepdims=True))
+        t = (E / E.sum(axis=3, keepdims=True)).transpose(0, 1, 3, 2).reshape(-1, m)  # rows (sample, temperature, class)
         R = t.shape[0]
         order = np.argsort(t, axis=1)
         s = t.ravel()[order + (np.arange(R) * m)[:, None]]
@@ -342,36 +364,111 @@ class LasCalLoss:
         z = np.bincount((q + (np.arange(R) * (m + 1))[:, None]).ravel(), minlength=R * (m + 1)).reshape(R, m + 1)
         bt = np.empty((R, m), dtype=np.int64)
         bt.ravel()[(order + (np.arange(R) * m)[:, None]).ravel()] = (np.cumsum(z[:, :m], axis=1) - 1).ravel()
-        e3 = edges.reshape(len(Ts), n, nb + 1)
-        pos = (self._pos_grid(e3) if on_grid else self._pos_at(float(Ts[0]), e3)).reshape(R, nb)
+        e3 = edges.reshape(S * K, n, nb + 1)
+        pos = (self._pos_grid(e3) if on_grid else self._pos_at(Ts[:, 0], e3)).reshape(R, nb)
         ok = cnt > 1
-        wk = np.broadcast_to(np.tile(w, len(Ts))[:, None], (R, nb))
+        wk = np.broadcast_to(np.broadcast_to(w[:, None, :], (S, K, n)).reshape(R, 1), (R, nb))
         c = np.full((R, nb + 1), np.nan)  # column 0: items at or below the first edge (bin -1), in no bin
         c[:, 1:][ok] = wk[ok] * (pos[ok] / self.n_v) * (m - 1) / (cnt[ok] - 1)
         cb = c.ravel()[bt + (np.arange(R) * (nb + 1) + 1)[:, None]]  # bt <= nb - 1: the last edge is the max
         use = ~np.isnan(cb)
         X = np.abs(t - cb) ** self.p
-        out = (_pairwise_row_sums(X, use) / m).reshape(len(Ts), n)
-        return out.mean(axis=1)
+        return (_pairwise_row_sums(X, use) / m).reshape(S, K, n).mean(axis=2)
 
-    def temperature(self, P, w):
-        """``(T, loss)`` as :func:`lascal_temperature` for a validated sample ``P`` and weights ``w``."""
-        L = _log_posteriors(P)
-        if ((P == 0) | (P == P.max(axis=1, keepdims=True))).all():  # every row uniform on its support
-            return 1.0, float(self.losses(L, w, np.array([1.0]), False)[0])
-        grid = self.grid
-        losses = self.losses(L, w, grid, True)
-        if np.ptp(losses) == 0.0:
-            return 1.0, float(losses[0])
-        k = int(np.argmin(losses))
-        best_T, best = float(grid[k]), float(losses[k])
-        lo, hi = np.log(grid[max(k - 1, 0)]), np.log(grid[min(k + 1, grid.size - 1)])
-        if hi > lo:
-            res = minimize_scalar(lambda u: float(self.losses(L, w, np.array([np.exp(u)]), False)[0]),
-                                  bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
-            if res.fun < best:
-                best_T, best = float(np.exp(res.x)), float(res.fun)
-        return best_T, best
+    def temperatures(self, P, w) -> tuple[np.ndarray, np.ndarray]:
+        """``(T, loss)``, floats (S,), of validated samples of one size ``P`` (S, m, n) with weights ``w`` (S, n): the
+        search of :func:`lascal_temperature` (the grid, then bounded Brent on log T between the neighbours of the
+        grid's best value, :func:`_fminbound_many`) on every sample at once, with the same numbers (==)."""
+        S = P.shape[0]
+        L, w = _log_posteriors(P), np.asarray(w, dtype=float)
+        T, loss = np.ones(S), np.empty(S)
+        flat = ((P == 0) | (P == P.max(axis=2, keepdims=True))).all(axis=(1, 2))  # every row uniform on its support
+        if flat.any():
+            loss[flat] = self.losses(L[flat], w[flat], np.ones(int(flat.sum())))
+        rest = np.flatnonzero(~flat)
+        if rest.size == 0:
+            return T, loss
+        grid_losses = self.losses(L[rest], w[rest])
+        const = np.ptp(grid_losses, axis=1) == 0.0
+        loss[rest[const]] = grid_losses[const, 0]
+        live, gl = rest[~const], grid_losses[~const]
+        k = np.argmin(gl, axis=1)
+        best_T, best = self.grid[k], gl[np.arange(len(k)), k]
+        lo, hi = np.log(self.grid[np.maximum(k - 1, 0)]), np.log(self.grid[np.minimum(k + 1, self.grid.size - 1)])
+        search = np.flatnonzero(hi > lo)
+        if search.size:
+            which = live[search]
+            u, fu = _fminbound_many(lambda x, i: self.losses(L[which[i]], w[which[i]], np.exp(x)),
+                                    lo[search], hi[search], xatol=1e-4)
+            better = fu < best[search]
+            best_T[search[better]], best[search[better]] = np.exp(u[better]), fu[better]
+        T[live], loss[live] = best_T, best
+        return T, loss
+
+    def temperature(self, P, w) -> tuple[float, float]:
+        """``(T, loss)`` as :func:`lascal_temperature` for one validated sample ``P`` (m, n) and weights ``w`` (n,)."""
+        T, loss = self.temperatures(P[None], np.asarray(w, dtype=float)[None])
+        return float(T[0]), float(loss[0])
+
+
+def _fminbound_many(func, lo, hi, xatol, maxfun=500):
+    """Bounded Brent minimisation (golden section with parabolic steps, Forsythe, Malcolm & Moler's ``fmin``) of S
+    scalar functions at once: ``scipy.optimize.minimize_scalar(method="bounded")``'s iteration, step for step, on
+    arrays, so that each function's iterates, minimiser and value are those scipy gives it alone (the tests check
+    ==). ``func(x, i)``: the values (A,) of the functions ``i`` (A,) (indices into 0..S-1) at ``x`` (A,); ``lo``,
+    ``hi`` (S,) the bounds, ``xatol`` the absolute tolerance on x, ``maxfun`` scipy's ``maxiter``. Returns ``(x,
+    f(x))``, floats (S,)."""
+    sqrt_eps, golden_mean = np.sqrt(2.2e-16), 0.5 * (3.0 - np.sqrt(5.0))
+    a, b = np.array(lo, dtype=float), np.array(hi, dtype=float)
+    fulc = a + golden_mean * (b - a)
+    nfc, xf = fulc.copy(), fulc.copy()
+    rat, e = np.zeros_like(a), np.zeros_like(a)
+    fx = np.asarray(func(xf, np.arange(a.size)), dtype=float)
+    ffulc, fnfc = fx.copy(), fx.copy()
+    num = 1
+    while num < maxfun:
+        xm = 0.5 * (a + b)
+        tol1 = sqrt_eps * np.abs(xf) + xatol / 3.0
+        tol2 = 2.0 * tol1
+        act = np.flatnonzero(np.abs(xf - xm) > (tol2 - 0.5 * (b - a)))
+        if act.size == 0:
+            break
+        A, B, X, XM, T1, T2 = a[act], b[act], xf[act], xm[act], tol1[act], tol2[act]
+        FX, NF, FN, FU, FF, E, RAT = fx[act], nfc[act], fnfc[act], fulc[act], ffulc[act], e[act], rat[act]
+        para = np.abs(E) > T1  # check for a parabolic fit
+        r = (X - NF) * (FX - FF)
+        q = (X - FU) * (FX - FN)
+        p = (X - FU) * q - (X - NF) * r
+        q = 2.0 * (q - r)
+        p = np.where(q > 0.0, -p, p)
+        q = np.abs(q)
+        r = E
+        E = np.where(para, RAT, E)
+        accept = para & (np.abs(p) < np.abs(0.5 * q * r)) & (p > q * (A - X)) & (p < q * (B - X))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rp = (p + 0.0) / q
+        near = ((X + rp - A) < T2) | ((B - (X + rp)) < T2)
+        rp = np.where(near, T1 * (np.sign(XM - X) + ((XM - X) == 0)), rp)
+        golden = ~accept
+        E = np.where(golden, np.where(X >= XM, A - X, B - X), E)
+        RAT = np.where(accept, rp, np.where(golden, golden_mean * E, RAT))
+        si = np.sign(RAT) + (RAT == 0)
+        x = X + si * np.maximum(np.abs(RAT), T1)
+        fu = np.asarray(func(x, act), dtype=float)
+        num += 1
+        down = fu <= FX
+        right = x >= X
+        A2 = np.where(down, np.where(right, X, A), np.where(x < X, x, A))
+        B2 = np.where(down, np.where(right, B, X), np.where(x < X, B, x))
+        c2 = ~down & ((fu <= FN) | (NF == X))
+        c3 = ~down & ~c2 & ((fu <= FF) | (FU == X) | (FU == NF))
+        FU2 = np.where(down | c2, NF, np.where(c3, x, FU))
+        FF2 = np.where(down | c2, FN, np.where(c3, fu, FF))
+        NF2 = np.where(down, X, np.where(c2, x, NF))
+        FN2 = np.where(down, FX, np.where(c2, fu, FN))
+        a[act], b[act], fulc[act], ffulc[act], nfc[act], fnfc[act] = A2, B2, FU2, FF2, NF2, FN2
+        xf[act], fx[act], e[act], rat[act] = np.where(down, x, X), np.where(down, fu, FX), E, RAT
+    return xf, fx
 
 
 class RLLS:
@@ -396,25 +493,44 @@ class RLLS:
         self.mu_val = self.C.sum(axis=1)
         self.p_val = self.C.sum(axis=0)
         self.rho = alpha * 3 * (2 * np.log(2 * n / delta) / (3 * n_v) + np.sqrt(2 * np.log(2 * n / delta) / n_v))
-        self._problem = None
+        self._problem, self._solved = None, {}
 
     def _build(self):
         theta = cp.Variable(self.n)
         b = cp.Parameter(self.n)
         prob = cp.Problem(cp.Minimize(cp.norm(self.C @ theta - b, 2) + self.rho * cp.norm(theta, 2)), [theta >= -1])
         self._problem = (prob, theta, b)
+        # The first solve compiles the problem, and its solution can differ from a re-solve of the same b in the
+        # last bits (~1e-14): solve once (no shift) so that every sample's weights come from a re-solve, the same
+        # whatever the order in which samples arrive or repeat.
+        b.value = np.zeros(self.n)
+        try:
+            prob.solve()
+        except cp.error.SolverError:
+            pass
 
     def __getstate__(self):  # a compiled cvxpy problem is rebuilt on demand, not pickled
         state = self.__dict__.copy()
-        state["_problem"] = None
+        state["_problem"], state["_solved"] = None, {}
         return state
 
+    def __setstate__(self, state):  # pickled before the cache existed
+        self.__dict__.update({"_solved": {}, **state})
+
     def weights(self, P) -> tuple[np.ndarray, bool]:
-        """``(w, solved)``: the weights (n,) for posteriors ``P`` (m, n), and False if the solver failed (w = 1)."""
+        """``(w, solved)``: the weights (n,) for posteriors ``P`` (m, n), and False if the solver failed (w = 1).
+        Samples with the same size and the same counts of h's decisions pose the same problem: it is solved once."""
+        counts = np.bincount(P.argmax(axis=1), minlength=self.n)
+        key = (P.shape[0], counts.tobytes())  # the problem reads the sample through these counts only
+        if key not in self._solved:
+            self._solved[key] = self._solve(counts / P.shape[0])
+        w, solved = self._solved[key]
+        return w.copy(), solved
+
+    def _solve(self, mu):
         if self._problem is None:
             self._build()
         prob, theta, b = self._problem
-        mu = np.bincount(P.argmax(axis=1), minlength=self.n) / P.shape[0]
         b.value = mu - self.mu_val
         try:
             prob.solve()
