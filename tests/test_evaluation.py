@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 
 from capshift import evaluation, protocols, registry
+from capshift.baselines import COT
+from capshift.quantifiers import Quantifier
 from capshift.tables import contingency_table
 
 
-def test_one_rule_shares_the_quantifier_of_the_leap_family_only():
+def test_one_rule_shares_the_quantifier_of_the_leap_family_and_q_cot_only():
     shared = {n: evaluation.shared_quantifier(registry.get(n)) for n in registry.names()}
-    assert {n for n, q in shared.items() if q is not None} == set(registry.names("leap"))
+    assert {n for n, q in shared.items() if q is not None} == set(registry.names("leap")) | {"Q-COT"}
+    assert shared["Q-COT"] == "kdey" and shared["COT"] is None  # COT transports to V's prevalence: no quantifier
     assert shared["O-LEAP_KDEy"] == "kdey" and shared["LEAP_ACC"] == "acc" and shared["S-LEAP_oracle"] == "oracle"
     # a QuAcc variant names a quantifier too, but its table is not a function of (gamma, q-hat): not shared
     assert registry.get("QuAccnxn_SLD").params.get("quantifier") is not None and shared["QuAccnxn_SLD"] is None
@@ -81,6 +84,47 @@ def test_the_shared_path_equals_each_methods_own_prediction(concept):
             own = est.predict_measures(ctx.samples(), ["accuracy", "f1"], posteriors=ctx.posteriors())
         for m in ("accuracy", "f1"):
             assert np.allclose(frame.loc[frame.measure == m, "predicted"], own[m], atol=1e-12, rtol=0)
+
+
+def test_q_cot_reads_the_shared_quantifiers_estimates_with_the_values_of_its_own(concept):
+    # Q-COT in a study: the context's KDEy (fitted once on V with h and the seed) and its estimate of each sample,
+    # instead of its own fit and one quantify per sample. The values are those of Q-COT fitted alone, predicting
+    # sample by sample (the estimates come from one classification of U instead of one per sample: equal up to
+    # round-off, which KDEy's solver can amplify to ~1e-9 on a few samples)
+    _, ctxs = concept
+    frame = evaluation.evaluate(ctxs, "Q-COT", registry.get("Q-COT"), ["accuracy", "f1"])
+    assert set(frame["measure"]) == {"accuracy"}  # COT estimates accuracy only
+    own = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for ctx in ctxs:
+            est = COT(ctx.h, quantifier="kdey", random_state=ctx.seed).fit(ctx.split.X_V, ctx.split.y_V)
+            own += [est.predict(X) for X in ctx.samples()]
+    np.testing.assert_allclose(frame["predicted"], own, atol=1e-9, rtol=0)
+    for t, ctx in enumerate(ctxs):  # the shared quantifier's error and its share of the time are reported
+        rows = frame[frame["trial"] == t]
+        q_ae = np.abs(ctx.q_hat["kdey"] - ctx.true_prev).mean(axis=1)
+        np.testing.assert_allclose(rows["q_ae"], q_ae, atol=1e-15)
+        assert (rows["seconds"].to_numpy() >= ctx.q_secs["kdey"]).all()
+
+
+def test_leap_kdey_and_q_cot_fit_the_kdey_quantifier_once_per_context(monkeypatch):
+    fits = []
+    fit = Quantifier.fit
+
+    def counted(self, *args, **kwargs):
+        fits.append(self.name)
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(Quantifier, "fit", counted)
+    specs = [registry.get("LEAP_KDEy"), registry.get("Q-COT")]
+    ctxs = evaluation.contexts("haberman", "lr", specs, "upp", 5, 40, 0)
+    for spec in specs:
+        frame = evaluation.evaluate(ctxs, spec.name, spec, ["accuracy"])
+        assert len(frame) == 5 and frame["q_ae"].notna().all()
+    assert fits == ["kdey"]
+    est, qname = evaluation.fit_method(ctxs[0], "Q-COT")
+    assert qname == "kdey" and est.quantifier_ is ctxs[0].quantifiers["kdey"] and fits == ["kdey"]
 
 
 def test_the_trial_split_follows_the_seed():

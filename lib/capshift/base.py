@@ -80,6 +80,10 @@ class CAPEstimator(BaseEstimator):
     #: True for methods whose tables are a function of (gamma, q-hat) only: the experiment runner then calls
     #: ``tables_from_prevalences`` with the predicted fractions and quantifier estimates it computed once.
     shared_prevalence_path: bool = False
+    #: True for methods whose estimate of a sample is a function of h's posteriors on it and a quantifier's estimate
+    #: of its prevalence (Q-COT): the experiment runner then calls ``measures_from_prevalences`` with the posteriors
+    #: and the estimates of the quantifier it shares (fitted and applied once per run), instead of ``predict_measures``.
+    shared_prevalence_estimates: bool = False
     #: How :meth:`predict_interval` calibrates (keyword arguments of
     #: :class:`capshift.conformal.ConformalInterval`). Here :data:`capshift.conformal.MC_INTERVALS`: Monte Carlo
     #: cross-conformal over 10 random halvings of V, 500 calibration samples, the union of absolute and

@@ -53,7 +53,7 @@ from .conformal import RATES_INTERVALS
 from .calibration import (BCTS, LASCAL_TEMPERATURES, RLLS, LasCalLoss, classwise_calibration_error,
                           lascal_calibration_error, lascal_temperature, mean_posterior, rlls_weights, sld_adjust,
                           temperature_scale)
-from .quantifiers import Quantifier, check_prevalence
+from .quantifiers import Quantifier, check_prevalence, fitted_quantifier
 from .tables import contingency_table, get_measure, true_prevalence
 
 __all__ = ["Naive", "ATC", "DoC", "DS", "NN", "CBPE", "COT", "RCA", "RCAStar",
@@ -769,12 +769,15 @@ class COT(_PosteriorBaseline):
     :class:`capshift.quantifiers.Quantifier`; ``"oracle"`` uses the true prevalences passed to
     ``predict_batch``, for tests and upper bounds; ValueError without them). The LEAP authors build the target by resampling
     labels with the estimated prevalence; transporting to the weighted one-hot distribution
-    directly is the noise-free limit of that resampling.
+    directly is the noise-free limit of that resampling. The samples of a batch are quantified together
+    (:meth:`capshift.quantifiers.Quantifier.quantify_batch`); the experiment runner passes the estimates of the
+    quantifier it shares instead (:meth:`measures_from_prevalences`).
 
     Parameters
     ----------
     classifier : fitted classifier with ``predict_proba``
-    quantifier : None, "kdey", "oracle" or any name/instance :class:`capshift.quantifiers.Quantifier` accepts
+    quantifier : None, "kdey", "oracle" or any name/instance :class:`capshift.quantifiers.Quantifier` accepts, or a
+        Quantifier (a fitted one is used as it is, e.g. shared by the methods of a run)
     measure : must be "accuracy"
     random_state : seeds the quantifier
     """
@@ -783,13 +786,17 @@ class COT(_PosteriorBaseline):
     estimates_tables = False
     needs_from_h = ("confidence",)
     assumes_calibration = True
+    shared_prevalence_estimates = True
 
     def __init__(self, classifier, quantifier="kdey", measure="accuracy", random_state=None):
         super().__init__(classifier, measure, random_state)
         self.quantifier = quantifier
 
     def evidence(self) -> tuple[int, str]:
-        need = 1 if self.quantifier is None else Quantifier(self.quantifier).min_per_class
+        q = self.quantifier
+        if q is not None and not isinstance(q, Quantifier):
+            q = Quantifier(q)
+        need = 1 if q is None or q.is_fitted else q.min_per_class
         if need <= 1:
             return super().evidence()
         return need, f"its quantifier's posteriors on V are cross-validated in {need} stratified folds"
@@ -797,17 +804,40 @@ class COT(_PosteriorBaseline):
     def _fit_posteriors(self, X_val, y_val, P_val):
         self.val_prev_ = true_prevalence(self.val_table_)
         self.quantifier_ = None
-        if self.quantifier is not None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", InsufficientEvidenceWarning)  # fit() warned under the method's name
-                self.quantifier_ = Quantifier(self.quantifier, classifier=self.classifier,
-                                              random_state=self.random_state).fit(X_val, y_val, self.n_classes_)
+        if self.quantifier is not None:  # fit() warned under the method's name
+            self.quantifier_ = fitted_quantifier(self.quantifier, self.classifier, self.random_state, X_val, y_val,
+                                                 self.n_classes_)
 
     def _values(self, samples, post, measure, prevalences):
         if self.quantifier_ is None:
             return [cot_accuracy(P, self.val_prev_) for P in post]
-        return [cot_accuracy(P, self.quantifier_.quantify(X, None if prevalences is None else prevalences[s]))
-                for s, (X, P) in enumerate(zip(samples, post))]
+        return [cot_accuracy(P, q) for P, q in zip(post, self.quantifier_.quantify_batch(samples, prevalences))]
+
+    def measures_from_prevalences(self, posteriors, est_prev, measures=None) -> dict:
+        """Estimates from precomputed prevalence estimates: ``{measure: float array (k,)}``, as
+        :meth:`predict_measures` with this method's quantifier returning ``est_prev``.
+
+        ``posteriors``: h's posteriors on k samples, a list of (m_i, n) arrays, m_i >= n; ``est_prev`` float (k, n):
+        a quantifier's prevalence estimate of each sample (the experiment runner's shared quantifier, fitted as this
+        method's own would be, so that its estimates are computed once per run). ``measures``: one measure or a
+        list (default the constructor's); unsupported ones are left out. Raises NotFittedError before ``fit``,
+        ValueError without a quantifier (``quantifier=None``), for posteriors or estimates of the wrong shape, not
+        distributions, or samples smaller than n.
+        """
+        self._check_fitted()
+        if self.quantifier_ is None:
+            raise ValueError("COT with quantifier=None transports to V's prevalence and reads no prevalence estimates; "
+                             "use predict_measures")
+        measures = self._supported(self.measure if measures is None else measures)
+        n = self.n_classes_
+        post = [check_posteriors(P, n, f"posteriors[{i}]") for i, P in enumerate(posteriors)]
+        est_prev = check_prevalence(est_prev, n, "est_prev")
+        if est_prev.shape != (len(post), n):
+            raise ValueError(f"est_prev must have shape {(len(post), n)} (one estimate per sample), got "
+                             f"{est_prev.shape}")
+        post = self._sample_posteriors(post, post)  # refuses samples smaller than n
+        values = np.array([cot_accuracy(P, q) for P, q in zip(post, est_prev)], dtype=float)
+        return {m: values.copy() for m in measures}
 
 
 def _reverse_table(h, X, y_pseudo, X_eval, y_eval, n_classes):

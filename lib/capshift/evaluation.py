@@ -13,7 +13,8 @@ measure (absolute error, AE). This module is that sequence, once:
 - :func:`prepare`: the same from a dataset name, a classifier name and a registered PPS protocol
   (:mod:`capshift.protocols`), and the quantifiers the methods share, fitted once;
 - :func:`shared_quantifier`: the one rule for sharing a quantifier (a method on the shared ``(gamma, q-hat)``
-  path whose quantifier is named by a string of :data:`capshift.quantifiers.QUANTIFIERS`);
+  path, or one reading shared prevalence estimates, whose quantifier is named by a string of
+  :data:`capshift.quantifiers.QUANTIFIERS`);
 - :func:`contexts`: the contexts of any registered protocol, PPS (one) or a dataset-shift family (one per trial);
 - :func:`fit_method`, :func:`method_frame` (one method -> the tidy rows of :data:`RESULT_COLUMNS`),
   :func:`evaluate` (the same over several contexts) and :func:`estimated_tables` (its whole contingency tables).
@@ -125,11 +126,15 @@ def trial_split(trial, val_prop: float, seed: int, name: str = "trial"):
 
 
 def shared_quantifier(spec) -> str | None:
-    """The quantifier a method shares with the others of its run, or None: the method is on the shared
-    ``(gamma, q-hat)`` path (its class declares ``shared_prevalence_path``) and names its quantifier by a string
-    of :data:`capshift.quantifiers.QUANTIFIERS`. The one rule every study follows."""
+    """The quantifier a method shares with the others of its run, or None: the method reads only a quantifier's
+    estimate of each sample's prevalence, on the shared ``(gamma, q-hat)`` path (its class declares
+    ``shared_prevalence_path``: the LEAP family) or with h's posteriors (``shared_prevalence_estimates``: Q-COT),
+    and names its quantifier by a string of :data:`capshift.quantifiers.QUANTIFIERS`. Such a method would fit that
+    quantifier on V with h and the run's seed, as :func:`share_quantifiers` does: the fitted quantifier and its
+    estimates are the method's own. The one rule every study follows."""
     q = spec.params.get("quantifier")
-    return q if spec.cls.shared_prevalence_path and isinstance(q, str) and q in QUANTIFIERS else None
+    reads = spec.cls.shared_prevalence_path or spec.cls.shared_prevalence_estimates
+    return q if reads and isinstance(q, str) and q in QUANTIFIERS else None
 
 
 def share_quantifiers(ctx: RunContext, specs, progress: bool = False) -> None:
@@ -226,11 +231,13 @@ def fit_method(ctx: RunContext, name: str, spec=None, solver=None):
 def method_frame(ctx: RunContext, name, spec, measures, solver=None) -> pd.DataFrame:
     """The tidy rows of one method on a context: fit on V (:func:`fit_method`), predict every sample.
 
-    Methods on the shared path get ``(gamma, q-hat)`` through ``tables_from_prevalences``; the others are evaluated
-    through ``predict_measures`` with h's posteriors on each sample (sliced from one ``predict_proba`` of U). A
-    measure the method does not support gets no rows. Returns a DataFrame with :data:`RESULT_COLUMNS`: ``seconds``
-    is the per-sample prediction time (including the shared quantifier's share), ``q_ae`` the quantification error
-    of the method's quantifier (mean over classes of |q-hat_i - q_i|; NaN without one, 0 for the oracle)."""
+    Methods on the shared path get ``(gamma, q-hat)`` through ``tables_from_prevalences``; methods reading shared
+    prevalence estimates (``shared_prevalence_estimates``, with a shared quantifier: :func:`shared_quantifier`) get
+    h's posteriors on each sample and q-hat through ``measures_from_prevalences``; the others are evaluated through
+    ``predict_measures`` with h's posteriors on each sample (sliced from one ``predict_proba`` of U). A measure the
+    method does not support gets no rows. Returns a DataFrame with :data:`RESULT_COLUMNS`: ``seconds`` is the
+    per-sample prediction time (including the shared quantifier's share), ``q_ae`` the quantification error of the
+    method's shared quantifier (mean over classes of |q-hat_i - q_i|; NaN without one, 0 for the oracle)."""
     split, idx, k = ctx.split, ctx.idx, ctx.k
     spec = registry.get(name) if spec is None else spec
     est, qname = fit_method(ctx, name, spec, solver)
@@ -241,6 +248,12 @@ def method_frame(ctx: RunContext, name, spec, measures, solver=None) -> pd.DataF
         secs = (time.perf_counter() - t0) / k + ctx.q_secs.get(qname, 0.0)
         q_ae = np.abs(q_hat - ctx.true_prev).mean(axis=1) if qname is not None else np.full(k, np.nan)
         predictions = {m: get_measure(m)(tables) for m in measures}
+    elif qname is not None:  # shared prevalence estimates (shared_prevalence_estimates) with h's posteriors
+        t0 = time.perf_counter()
+        q_hat = ctx.q_hat[qname]
+        predictions = est.measures_from_prevalences(ctx.posteriors(), q_hat, measures)
+        secs = (time.perf_counter() - t0) / k + ctx.q_secs[qname]
+        q_ae = np.abs(q_hat - ctx.true_prev).mean(axis=1)
     else:
         t0 = time.perf_counter()
         predictions = est.predict_measures(ctx.samples(), measures, prevalences=ctx.true_prev,

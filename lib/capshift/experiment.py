@@ -10,7 +10,8 @@ Methods are named as in the paper's tables, by the names of :data:`capshift.regi
 ``Naive`` and ``<variant>_<quantifier>`` with variant ``S-LEAP``, ``LEAP`` or ``O-LEAP`` and quantifier
 ``ACC``, ``KDEy``, ``CC``, ``SLD`` or ``oracle`` (e.g. ``LEAP_ACC``, ``O-LEAP_KDEy``, ``S-LEAP_oracle``),
 the baselines and the QuAcc variants. Methods whose class declares ``shared_prevalence_path = True``
-get ``(gamma, q-hat)`` through ``tables_from_prevalences``; the others are evaluated through
+get ``(gamma, q-hat)`` through ``tables_from_prevalences``, those declaring ``shared_prevalence_estimates = True``
+(Q-COT) h's posteriors and q-hat through ``measures_from_prevalences``; the others are evaluated through
 ``predict_measures`` with h's posteriors on each sample, sliced from one ``predict_proba`` of U;
 a method asked for a measure it does not support (``supports``) gets no rows for that measure.
 
@@ -118,7 +119,8 @@ def run_experiment(dataset, classifier: str = "lr", methods=DEFAULT_METHODS, pro
         Sect. 5.13), ``measure, true, predicted, ae, path`` (LEAP solve path or ""), ``seconds``
         (per-sample prediction time, including the quantifier's share), ``q_ae`` (the quantification error
         of the method's quantifier on the sample, mean over classes of |q-hat_i - q_i|, as the paper's
-        Fig. 1b; NaN for methods without a quantifier on the shared path, 0 for the oracle).
+        Fig. 1b; NaN for methods without a shared quantifier, :func:`capshift.evaluation.shared_quantifier`, 0 for
+        the oracle).
     """
     specs, measures = check_run_args(classifier, methods, protocol, n_samples, sample_size, measures, seed, solver)
     ctxs = contexts(dataset, classifier, [spec for _, spec in specs], protocol, n_samples, sample_size, seed, progress)

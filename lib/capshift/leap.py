@@ -24,8 +24,6 @@ code) and ``"slsqp"`` (dense, ``scipy.optimize`` SLSQP, the paper's naive varian
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import osqp
 import scipy.sparse as sp
@@ -36,8 +34,7 @@ from ._qp import SimplexActiveSet
 from .base import CAPEstimator
 from .conformal import RATES_INTERVALS
 from .equations import governing_system, validation_rates
-from .validation import InsufficientEvidenceWarning
-from .quantifiers import Quantifier, check_prevalence, make_quantifier
+from .quantifiers import Quantifier, check_prevalence, fitted_quantifier
 from .tables import check_table, true_prevalence
 
 __all__ = ["TableSolver", "CvxpyReference", "sleap_table", "leap_table", "oleap_table", "SLEAP", "LEAP", "OLEAP", "SOLVERS",
@@ -284,14 +281,9 @@ class _LEAPEstimator(CAPEstimator):
 
     def _fit(self, X_val, y_val):
         check_solver(self.solver)
-        self.quantifier_ = make_quantifier(self.quantifier, self.classifier, self.random_state)
-        if not self.quantifier_.is_fitted:  # a fitted capshift Quantifier can be shared between methods
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", InsufficientEvidenceWarning)  # fit() warned under the method's name
-                self.quantifier_.fit(X_val, y_val, self.n_classes_)
-        elif self.quantifier_.n_classes_ != self.n_classes_:
-            raise ValueError(f"the shared quantifier was fitted on {self.quantifier_.n_classes_} classes, "
-                             f"the classifier has {self.n_classes_}")
+        # a fitted capshift Quantifier can be shared between methods; fit() warned under the method's name
+        self.quantifier_ = fitted_quantifier(self.quantifier, self.classifier, self.random_state, X_val, y_val,
+                                             self.n_classes_)
         if self._method == "sleap":
             validation_rates(self.val_table_)  # every class must occur in V (else: a clear error now)
             self.solver_ = None

@@ -47,11 +47,11 @@ from sklearn.neural_network import MLPClassifier
 
 from ._acc import ACCEvaluator, acc_supported
 from ._kdey import KDEY_BACKENDS, KDEyEvaluator, check_kdey_backend
-from .validation import (ATOL, check_class_evidence, check_classifier, check_distribution, check_every_class,
-                          check_fitted, check_fraction, check_int, check_labels, check_seed, check_X)
+from .validation import (ATOL, InsufficientEvidenceWarning, check_class_evidence, check_classifier, check_distribution,
+                          check_every_class, check_fitted, check_fraction, check_int, check_labels, check_seed, check_X)
 
 __all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "MAX_FIT_ITEMS", "Quantifier", "SharedQuantifier", "digest",
-           "make_quantifier", "check_prevalence", "resolve_quantifier"]
+           "make_quantifier", "fitted_quantifier", "check_prevalence", "resolve_quantifier"]
 
 QUANTIFIERS = ("acc", "kdey", "kdey-h", "cc", "sld", "oracle")
 #: Default :class:`Quantifier` ``max_fit_items``: the KDEy quantifiers' subsample of a large V.
@@ -322,6 +322,24 @@ def make_quantifier(quantifier, classifier, random_state=None) -> Quantifier:
     if isinstance(quantifier, Quantifier):
         return quantifier
     return Quantifier(quantifier, classifier=classifier, random_state=random_state)
+
+
+def fitted_quantifier(quantifier, classifier, random_state, X_val, y_val, n_classes: int) -> Quantifier:
+    """The quantifier of a CAP method, fitted on V: :func:`make_quantifier` of ``quantifier`` (a name of
+    :data:`QUANTIFIERS`, a QuaPy instance or a :class:`Quantifier`), fitted on ``X_val`` (m, d), ``y_val`` (m,) with
+    ``n_classes`` classes, unless it is an already fitted Quantifier: one shared by the methods of a run (fitted once
+    on the same V, :func:`capshift.evaluation.share_quantifiers`), returned as it is. The fit's
+    :class:`capshift.InsufficientEvidenceWarning` is silenced (the method warns under its own name). Raises
+    ValueError if a fitted quantifier has another number of classes, and as :meth:`Quantifier.fit`."""
+    quant = make_quantifier(quantifier, classifier, random_state)
+    if not quant.is_fitted:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InsufficientEvidenceWarning)
+            quant.fit(X_val, y_val, n_classes)
+    elif quant.n_classes_ != n_classes:
+        raise ValueError(f"the shared quantifier was fitted on {quant.n_classes_} classes, the classifier has "
+                         f"{n_classes}")
+    return quant
 
 
 def digest(*parts) -> str:
