@@ -147,6 +147,9 @@ def check_samples(samples, n_features: int, single: bool = False) -> list:
     return [check_X(X, f"samples[{i}]", n_features=n_features) for i, X in enumerate(samples)]
 
 
+_FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
+
+
 def check_X(X, name: str = "X", n_features: int | None = None, accept_sparse: bool = True):
     """A sample of items, shape ``(m, d)`` with ``m >= 1``, finite and numeric.
 
@@ -157,6 +160,9 @@ def check_X(X, name: str = "X", n_features: int | None = None, accept_sparse: bo
     if X is None or isinstance(X, (str, bytes)) or np.isscalar(X):
         raise TypeError(f"{name} must be a 2-d array of items x features (ndarray, DataFrame or sparse matrix), "
                         f"got {type(X).__name__}")
+    if type(X) is np.ndarray and X.dtype in _FLOATS and X.ndim == 2 and X.shape[0] >= 1 and X.shape[1] >= 1 \
+            and (n_features is None or X.shape[1] == n_features) and np.isfinite(X).all():
+        return X  # what check_array returns for it (the array itself), without its per-call overhead (~0.15 ms)
     shape = getattr(X, "shape", None)
     if shape is not None and len(shape) >= 1 and shape[0] == 0:
         raise ValueError(f"{name} is empty (shape {tuple(shape)}): a sample needs at least one item")
