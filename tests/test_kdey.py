@@ -17,6 +17,7 @@ from scipy.special import logsumexp
 from sklearn.linear_model import LogisticRegression
 
 from capshift._kdey import KDEyEvaluator, check_kdey_backend, mixture_ml
+from capshift import quantifiers
 from capshift.quantifiers import Quantifier
 
 N_CLASSES = (3, 10, 26, 32)  # 32: QuaPy's log-space objective (n >= 30)
@@ -159,10 +160,12 @@ def test_backend_names():
         check_kdey_backend(None)
 
 
-def test_kdey_fits_a_stratified_subsample_of_a_large_v():
+def test_kdey_fits_a_stratified_subsample_of_a_large_v(monkeypatch):
     """max_fit_items: the KDEy quantifiers' densities hold a stratified subsample of V (every class its share,
-    at least 10), chosen by the seed; other quantifiers and a small V read all of V."""
+    at least 10), chosen by the seed; other quantifiers and a small V read all of V. (The per-class floor is
+    lowered here to show the shares; it is tested below.)"""
     from sklearn.linear_model import LogisticRegression
+    monkeypatch.setattr(quantifiers, "MIN_FIT_PER_CLASS", 10)
     rng = np.random.default_rng(0)
     y = np.r_[np.zeros(900, int), np.ones(285, int), np.full(15, 2)]
     X = rng.normal(size=(len(y), 3)) + y[:, None]
@@ -182,3 +185,16 @@ def test_kdey_fits_a_stratified_subsample_of_a_large_v():
     assert Quantifier("kdey", max_fit_items=300).unfitted().max_fit_items == 300
     with pytest.raises(ValueError, match="max_fit_items"):
         Quantifier("kdey", max_fit_items=1).fit(X, y, 3)
+
+
+def test_kdey_subsample_keeps_min_fit_per_class_items_per_class():
+    # the subsample grows to MIN_FIT_PER_CLASS items per class of V when max_fit_items gives fewer: 3 classes of
+    # 5,000 items with max_fit_items=300 keep 1,200 (shares 3000/5000, 1500/5000, 500/5000: 720, 360, 120); V no
+    # larger than that floor (letter's 26 classes of 7,000 items: 10,400) is read whole
+    floor = quantifiers.MIN_FIT_PER_CLASS
+    y = np.r_[np.zeros(3000, int), np.ones(1500, int), np.full(500, 2)]
+    sub = Quantifier("kdey", random_state=0, max_fit_items=300).fit_subsample(y)
+    assert len(sub) == 3 * floor and np.bincount(y[sub]).tolist() == [3 * floor * k // 5000 for k in (3000, 1500, 500)]
+    letter = np.repeat(np.arange(26), 7000 // 26 + 1)[:7000]
+    assert Quantifier("kdey", max_fit_items=2000).fit_subsample(letter) is None
+    assert len(Quantifier("kdey", max_fit_items=2000).fit_subsample(np.repeat([0, 1], 50_000))) == 2000
