@@ -197,7 +197,7 @@ def test_fminbound_many_is_scipys_bounded_search_on_each_function():
 
     lo, hi = rng.uniform(-3, 0, 12), rng.uniform(0.01, 3, 12)
     calls = []
-    for maxfun, xatol in ((500, 1e-4), (500, 1e-9), (6, 1e-4)):
+    for maxfun, xatol in ((500, 1e-4), (500, 1e-9), (6, 1e-4), (1, 1e-4)):
         x, fx = calibration._fminbound_many(lambda u, idx: (calls.append(len(idx)),
                                                             np.array([one(a, i) for a, i in zip(u, idx)]))[1],
                                             lo, hi, xatol=xatol, maxfun=maxfun)

@@ -437,7 +437,7 @@ def _fminbound_many(func, lo, hi, xatol, maxfun=500):
     fx = np.asarray(func(xf, np.arange(a.size)), dtype=float)
     ffulc, fnfc = fx.copy(), fx.copy()
     num = 1
-    while num < maxfun:
+    while True:
         xm = 0.5 * (a + b)
         tol1 = sqrt_eps * np.abs(xf) + xatol / 3.0
         tol2 = 2.0 * tol1
@@ -479,6 +479,8 @@ def _fminbound_many(func, lo, hi, xatol, maxfun=500):
         FN2 = np.where(down, FX, np.where(c2, fu, FN))
         a[act], b[act], fulc[act], ffulc[act], nfc[act], fnfc[act] = A2, B2, FU2, FF2, NF2, FN2
         xf[act], fx[act], e[act], rat[act] = np.where(down, x, X), np.where(down, fu, FX), E, RAT
+        if num >= maxfun:  # scipy's order: the stopping rule first, the budget after each evaluation
+            break
     return xf, fx
 
 
