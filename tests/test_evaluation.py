@@ -108,15 +108,23 @@ def test_q_cot_reads_the_shared_quantifiers_estimates_with_the_values_of_its_own
         assert (rows["seconds"].to_numpy() >= ctx.q_secs["kdey"]).all()
 
 
-def test_leap_kdey_and_q_cot_fit_the_kdey_quantifier_once_per_context(monkeypatch):
-    fits = []
-    fit = Quantifier.fit
+@pytest.fixture
+def count_fits(monkeypatch):
+    """A function that starts counting Quantifier fits (by name) into the list it returns."""
+    def start():
+        fits, fit = [], Quantifier.fit
 
-    def counted(self, *args, **kwargs):
-        fits.append(self.name)
-        return fit(self, *args, **kwargs)
+        def counted(self, *args, **kwargs):
+            fits.append(self.name)
+            return fit(self, *args, **kwargs)
 
-    monkeypatch.setattr(Quantifier, "fit", counted)
+        monkeypatch.setattr(Quantifier, "fit", counted)
+        return fits
+    return start
+
+
+def test_leap_kdey_and_q_cot_fit_the_kdey_quantifier_once_per_context(count_fits):
+    fits = count_fits()
     specs = [registry.get("LEAP_KDEy"), registry.get("Q-COT")]
     ctxs = evaluation.contexts("haberman", "lr", specs, "upp", 5, 40, 0)
     for spec in specs:
@@ -147,3 +155,40 @@ def test_a_shift_family_refuses_a_leap_dataset_and_indices():
                                         "local-covariate", "concept"]
     assert protocols.make_protocol("prior", train_prevalences=[0.2, 0.8]).key() == \
         protocols.make_protocol("prior", train_prevalences=(0.2, 0.8)).key() == "prior(train_prevalences=(0.2, 0.8))"
+
+
+def test_a_store_fits_a_covariate_quantifier_once_for_every_classifier_with_the_same_numbers(count_fits):
+    fresh = {c: evaluation.prepare("haberman", c, [registry.get("LEAP_KDEy"), registry.get("LEAP_ACC")], "upp", 6, 40,
+                                   0) for c in ("lr", "knn")}
+    fits = count_fits()
+    specs = [registry.get("LEAP_KDEy"), registry.get("LEAP_ACC")]
+    store = {}
+    stored = {c: evaluation.prepare("haberman", c, specs, "upp", 6, 40, 0, store=store) for c in ("lr", "knn")}
+    # KDEy reads nothing of h: one fit serves both classifiers; ACC counts h's decisions: one fit per classifier
+    assert sorted(fits) == ["acc", "acc", "kdey"]
+    for c in ("lr", "knn"):
+        for q in ("kdey", "acc"):
+            assert np.array_equal(stored[c].q_hat[q], fresh[c].q_hat[q])
+    assert np.array_equal(stored["lr"].q_secs["kdey"], stored["knn"].q_secs["kdey"])  # the seconds of the one fit
+    # another seed, or other samples, is another quantifier
+    evaluation.prepare("haberman", "lr", specs[:1], "upp", 6, 40, 1, store=store)
+    evaluation.prepare("haberman", "lr", specs[:1], "upp", 7, 40, 0, store=store)
+    assert fits.count("kdey") == 3 and len(store) == 3
+
+
+def test_the_grid_fits_a_datasets_kdey_once_for_its_classifiers_with_a_results_directory(count_fits, tmp_path):
+    from capshift import grid
+    kw = dict(n_samples=4, sample_size=40, progress=False)
+    plain = grid.run_grid(["haberman"], ["lr", "knn"], ["LEAP_KDEy"], None, **kw)
+    fits = count_fits()
+    stored = grid.run_grid(["haberman"], ["lr", "knn"], ["LEAP_KDEy"], tmp_path, **kw)
+    assert fits == ["kdey"] and (tmp_path / grid.SHARED_DIR / grid.code_fingerprint()).is_dir()
+    assert np.array_equal(stored["predicted"].to_numpy(), plain["predicted"].to_numpy())
+    assert list(stored["classifier"].unique()) == ["lr", "knn"]  # grid order, whatever order the pairs ran in
+    # a damaged file in the store is computed afresh, with the same numbers
+    (kept,) = (tmp_path / grid.SHARED_DIR).rglob("*.joblib")
+    kept.write_bytes(kept.read_bytes()[:100])
+    again = grid.run_grid(["haberman"], ["svm"], ["LEAP_KDEy"], tmp_path, **kw)
+    assert fits == ["kdey", "kdey"]
+    assert np.array_equal(again["predicted"].to_numpy(),
+                          grid.run_grid(["haberman"], ["svm"], ["LEAP_KDEy"], None, **kw)["predicted"].to_numpy())

@@ -73,7 +73,8 @@ def test_interrupted_run_resumes_to_the_same_frame(reference, tmp_path, monkeypa
     with pytest.raises(Interrupted):
         grid.run_grid(**GRID, results=tmp_path, **KW)
     assert len(cells(tmp_path)) == k  # every finished cell is on disk at once, nothing else
-    assert not [p for p in tmp_path.iterdir() if p.suffix not in (".parquet", ".sha256")]  # no temporary file left
+    # no temporary file left, here or in the store of shared quantifiers
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix not in (".parquet", ".sha256", ".joblib")]
     kept = {p: p.stat().st_mtime_ns for p in tmp_path.glob("*.parquet")}
 
     again = Counter()
@@ -332,6 +333,7 @@ def test_an_interrupt_a_dependency_swallows_aborts_the_cell_and_the_run(tmp_path
     with pytest.warns(UserWarning, match="Training interrupted by user"), pytest.raises(KeyboardInterrupt):
         grid.run_grid(**SMALL, results=tmp_path / "run", **KW)
     assert len(calls) >= 5 and cells(tmp_path / "run") == []  # the half-trained surrogate reached no cell
+    assert not list((tmp_path / "run").rglob("*.joblib"))  # nor the store of shared quantifiers
     monkeypatch.setattr(MLPClassifier, "_backprop", real)
     resumed = grid.run_grid(**SMALL, results=tmp_path / "run", **KW)
     assert resumed.attrs["cells"] == {"reused": 0, "computed": 2, "failed": 0}

@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from . import datasets, protocols, registry
 from .classifiers import make_classifier
-from .quantifiers import QUANTIFIERS, Quantifier
+from .quantifiers import COVARIATE_QUANTIFIERS, QUANTIFIERS, Quantifier, digest
 from .tables import contingency_table, get_measure
 
 __all__ = ["RESULT_COLUMNS", "RunContext", "train_classifier", "context", "trial_split", "prepare", "shared_quantifier",
@@ -137,29 +137,54 @@ def shared_quantifier(spec) -> str | None:
     return q if reads and isinstance(q, str) and q in QUANTIFIERS else None
 
 
-def share_quantifiers(ctx: RunContext, specs, progress: bool = False) -> None:
+def share_quantifiers(ctx: RunContext, specs, progress: bool = False, store=None) -> None:
     """Fit, once per quantifier name, the quantifiers that ``specs`` (:class:`capshift.registry.MethodSpec`) share
     (:func:`shared_quantifier`) on V with h and ``ctx.seed``, and their estimate on every sample (with its time);
-    kept in ``ctx.quantifiers``, ``ctx.q_hat``, ``ctx.q_secs``. Names already fitted are not refitted."""
+    kept in ``ctx.quantifiers``, ``ctx.q_hat``, ``ctx.q_secs``. Names already fitted are not refitted.
+
+    ``store``: a mutable mapping (a dict, or :mod:`capshift.grid`'s store on disk) or None. A quantifier that reads
+    nothing of h (:data:`capshift.quantifiers.COVARIATE_QUANTIFIERS`: KDEy's surrogate is trained on the covariates)
+    is the same for every classifier of a dataset: with a store it is computed once per (quantifier, seed, V, U,
+    samples), kept there as ``(quantifier, estimates, seconds)`` under a digest of those, and read back by the
+    contexts of the other classifiers (the numbers of a fresh fit, ==; the seconds those of the fit that was
+    timed)."""
     split, idx, n = ctx.split, ctx.idx, ctx.split.n_classes
     for qname in sorted({q for q in map(shared_quantifier, specs) if q is not None} - set(ctx.quantifiers)):
-        quant = Quantifier(qname, classifier=ctx.h, random_state=ctx.seed).fit(split.X_V, split.y_V, n)
-        P_U = quant.classify(split.X_U)
-        est, secs = np.empty((ctx.k, n)), np.empty(ctx.k)
-        for s in tqdm(range(ctx.k), desc=f"{split.name}: quantify ({qname})", disable=not progress, leave=False):
-            t0 = time.perf_counter()
-            est[s] = quant.aggregate(None if P_U is None else P_U[idx[s]], prevalence=ctx.true_prev[s])
-            secs[s] = time.perf_counter() - t0
-        ctx.quantifiers[qname], ctx.q_hat[qname], ctx.q_secs[qname] = quant, est, secs
+        by_x = qname in COVARIATE_QUANTIFIERS
+        args = (qname, None if by_x else ctx.h, ctx.seed, split.X_V, split.y_V, n, split.X_U, idx,
+                ctx.true_prev if qname == "oracle" else None)
+        if store is None or not by_x:
+            out = _quantify_samples(*args, progress=progress)
+        else:
+            key = digest(qname, ctx.seed, split.X_V, split.y_V, n, split.X_U, *idx, args[-1])
+            if key not in store:
+                store[key] = _quantify_samples(*args, progress=progress)
+            out = store[key]
+        ctx.quantifiers[qname], ctx.q_hat[qname], ctx.q_secs[qname] = out
 
 
-def prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed, progress=False) -> RunContext:
+def _quantify_samples(qname, h, seed, X_V, y_V, n, X_U, idx, true_prev, progress=False):
+    """``(quantifier, estimates (k, n), seconds (k,))``: the quantifier ``qname`` fitted on V with classifier ``h``
+    and ``seed``, and its estimate on each sample ``X_U[idx[s]]`` (``true_prev[s]`` for the oracle)."""
+    quant = Quantifier(qname, classifier=h, random_state=seed).fit(X_V, y_V, n)
+    P_U = quant.classify(X_U)
+    est, secs = np.empty((len(idx), n)), np.empty(len(idx))
+    for s in tqdm(range(len(idx)), desc=f"quantify ({qname})", disable=not progress, leave=False):
+        t0 = time.perf_counter()
+        est[s] = quant.aggregate(None if P_U is None else P_U[idx[s]],
+                                 prevalence=None if true_prev is None else true_prev[s])
+        secs[s] = time.perf_counter() - t0
+    return quant, est, secs
+
+
+def prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed, progress=False,
+            store=None) -> RunContext:
     """Everything :func:`method_frame` needs that does not depend on the method, for a PPS protocol: the split
     (``dataset``: a name of :func:`capshift.datasets.names`, loaded with ``seed``, or a Split), h trained on L,
     the protocol's samples of U (``protocol``: a name of :func:`capshift.protocols.names` or a Protocol) and the
     quantifiers ``specs`` share. Arguments as :func:`capshift.experiment.run_experiment` (validate them with
-    :func:`capshift.experiment.check_run_args` first). Raises ValueError if ``sample_size`` is smaller than the
-    number of classes."""
+    :func:`capshift.experiment.check_run_args` first); ``store``: as :func:`share_quantifiers`. Raises ValueError if
+    ``sample_size`` is smaller than the number of classes."""
     split = datasets.load(dataset, seed=seed) if isinstance(dataset, str) else dataset
     n = split.n_classes
     if sample_size < n:
@@ -167,11 +192,12 @@ def prepare(dataset, classifier, specs, protocol, n_samples, sample_size, seed, 
     h = train_classifier(classifier, seed, split.X_L, split.y_L)
     idx = protocols.make_protocol(protocol).indices(split.y_U, sample_size, n_samples, seed, n_classes=n)
     ctx = context(split, h, idx, classifier, seed)
-    share_quantifiers(ctx, specs, progress)
+    share_quantifiers(ctx, specs, progress, store)
     return ctx
 
 
-def contexts(dataset, classifier, specs, protocol, n_samples, sample_size, seed, progress=False) -> list:
+def contexts(dataset, classifier, specs, protocol, n_samples, sample_size, seed, progress=False,
+             store=None) -> list:
     """The contexts of one (dataset, classifier, protocol): one for a PPS protocol (:func:`prepare`), one per trial
     for a dataset-shift family (:class:`capshift.protocols.ShiftFamily`: its training sample divided into L and V by
     :func:`trial_split`, h trained on L, the trial's test samples with their labels and parameters). The quantifiers
@@ -179,7 +205,7 @@ def contexts(dataset, classifier, specs, protocol, n_samples, sample_size, seed,
     :func:`prepare`, or for a shift family on a dataset that is not a shift dataset."""
     proto = protocols.make_protocol(protocol)
     if proto.kind != "shift":
-        return [prepare(dataset, classifier, specs, proto, n_samples, sample_size, seed, progress)]
+        return [prepare(dataset, classifier, specs, proto, n_samples, sample_size, seed, progress, store)]
     family = proto.family(dataset, sample_size, n_samples, seed)
     out = []
     for t in tqdm(range(family.n_trials), desc=f"{dataset}: {proto.name} trials", disable=not progress, leave=False):
@@ -188,7 +214,7 @@ def contexts(dataset, classifier, specs, protocol, n_samples, sample_size, seed,
         h = train_classifier(classifier, seed, split.X_L, split.y_L)
         params = trial.test.parameters.reset_index(drop=True).rename(columns={"sample": "condition_sample"})
         ctx = context(split, h, idx, classifier, seed, labels=labels, parameters=params)
-        share_quantifiers(ctx, specs)
+        share_quantifiers(ctx, specs, store=store)
         out.append(ctx)
     return out
 

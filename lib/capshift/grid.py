@@ -44,6 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
+import joblib
 from joblib import Parallel, delayed, parallel_config
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
@@ -58,7 +59,7 @@ from .evaluation import RESULT_COLUMNS, contexts, evaluate
 from .experiment import DEFAULT_METHODS, check_run_args
 
 __all__ = ["BACKENDS", "KEY_FIELDS", "DEFAULT_CELL_TIMEOUT", "CellTimeout", "FailedCellsWarning", "cell_key",
-           "code_fingerprint", "run_grid", "load_results", "run_cells", "run_selection_study"]
+           "code_fingerprint", "SHARED_DIR", "run_grid", "load_results", "run_cells", "run_selection_study"]
 
 #: Parallel backends of :func:`run_grid`.
 BACKENDS = ("loky", "dask", "ray")
@@ -71,6 +72,9 @@ _TIME = b"capshift.time"  # {"cell_seconds", "prepare_seconds"}: where a cell's 
 #: Generous: a cell of the LEAP study takes seconds, a hung one runs for ever; the budget turns the latter into
 #: a recorded failure instead of a run that never ends.
 DEFAULT_CELL_TIMEOUT = 1200.0
+#: Subdirectory of a results directory that keeps the quantifiers shared across classifiers
+#: (:func:`capshift.evaluation.share_quantifiers`' ``store``), per code fingerprint; safe to delete.
+SHARED_DIR = ".shared-quantifiers"
 _FAILED = ".failed.json"  # suffix of a failed cell's record (next to where its .parquet would be)
 _SUM = ".sha256"  # suffix of a cell's checksum file (sha256sum format: a cell whose bytes changed is never reused)
 
@@ -174,6 +178,41 @@ def _replace_atomically(path: Path, write) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+class _QuantifierStore(dict):
+    """The shared quantifiers of :func:`capshift.evaluation.share_quantifiers` kept in a directory (one joblib file
+    per key) as well as in memory. What is computed here is written by :meth:`flush` only, which the pair calls
+    once its preparation finished cleanly: an interrupt that a dependency swallowed (a half-trained surrogate)
+    never reaches the disk. A file that cannot be read is recomputed."""
+
+    def __init__(self, directory):
+        super().__init__()
+        self.directory, self.new = Path(directory), []
+
+    def __contains__(self, key):
+        if dict.__contains__(self, key):
+            return True
+        path = self.directory / f"{key}.joblib"
+        try:
+            value = joblib.load(path)
+        except Exception:  # absent, or damaged in any way (a truncated or foreign file): computed afresh
+            return False
+        dict.__setitem__(self, key, value)
+        return True
+
+    def __setitem__(self, key, value):
+        dict.__setitem__(self, key, value)
+        self.new.append(key)
+
+    def flush(self) -> None:
+        """Write what was computed here; a store that cannot be written (a full disk) only loses the sharing."""
+        with contextlib.suppress(OSError):
+            if self.new:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            for key in self.new:
+                _replace_atomically(self.directory / f"{key}.joblib", lambda tmp, v=self[key]: joblib.dump(v, tmp))
+        self.new = []
 
 
 def _write_cell(path: Path, frame: pd.DataFrame, key: dict, timing: dict | None = None) -> None:
@@ -295,10 +334,13 @@ def _run_pair_body(dataset, classifier, cells, params, results_dir):
     specs = [registry.get(m) for m, _, _ in cells]
     out = []
     t0 = time.perf_counter()
+    store = _QuantifierStore(params["store"]) if visible and params["store"] else None
     try:
         with _guarded(budget):  # the shared work (h, samples, quantifiers) has the budget of one cell
             ctxs = contexts(dataset, classifier, specs, params["protocol"], params["n_samples"], params["sample_size"],
-                            params["seed"])
+                            params["seed"], store=store)
+        if store is not None:
+            store.flush()  # not reached after an interrupt, even one a dependency swallowed
     except (Exception, CellTimeout) as exc:  # KeyboardInterrupt is neither: it ends the run
         for method, key, fname in cells:
             failure = _failure(key, exc, time.perf_counter() - t0, budget)
@@ -426,7 +468,9 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
     results : str, path or None
         The results directory (created if absent). Each (dataset, classifier, method) cell is a parquet file
         there, written when the cell is done; cells already there for the same parameters are read, not
-        recomputed. None keeps nothing on disk.
+        recomputed. None keeps nothing on disk. The quantifiers that read nothing of the classifier (KDEy's
+        surrogate) are kept in its :data:`SHARED_DIR` and fitted once per dataset for all classifiers (the
+        numbers are a fresh fit's); pairs run classifier by classifier so that a dataset's first pair fits them.
     protocol, n_samples, sample_size, measures, seed, solver
         As in :func:`capshift.experiment.run_experiment`.
     n_jobs : int
@@ -480,6 +524,9 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
     params = dict(protocol=protocol, n_samples=int(n_samples), sample_size=int(sample_size), measures=measures,
                   seed=int(seed), solver=solver, cell_timeout=cell_timeout)
     key_params = {k: v for k, v in params.items() if k != "cell_timeout"}  # the budget does not change a number
+    # the quantifiers that read nothing of h (KDEy) are fitted once per dataset and read back by its other
+    # classifiers' pairs, from a store kept beside the cells and keyed, as they are, by the code
+    params["store"] = None if results is None else str(results / SHARED_DIR / code_fingerprint())
     order, frames, todo = [], {}, {}
     for d in datasets:
         for c in classifiers:
@@ -495,7 +542,10 @@ def run_grid(datasets, classifiers=("lr",), methods=DEFAULT_METHODS, results=Non
 
     n_todo = sum(map(len, todo.values()))
     where = None if results is None else str(results)
-    tasks = [delayed(_run_pair)(d, c, cells, params, where) for (d, c), cells in todo.items()]
+    # classifier by classifier: the first pairs to run are of distinct datasets, so that each dataset's shared
+    # quantifier is fitted by one pair and found in the store by the pairs after it, whatever the number of workers
+    pairs = sorted(todo, key=lambda dc: (classifiers.index(dc[1]), datasets.index(dc[0])))
+    tasks = [delayed(_run_pair)(d, c, todo[d, c], params, where) for d, c in pairs]
     counts, failures = _run_tasks(tasks, n_todo, results, frames, progress, backend, scheduler, n_jobs)
     return _finish(order, frames, counts, failures, "run_grid", RESULT_COLUMNS)
 

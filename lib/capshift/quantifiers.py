@@ -54,6 +54,9 @@ __all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "MAX_FIT_ITEMS", "MIN_FIT_PER_CLASS",
            "make_quantifier", "fitted_quantifier", "check_prevalence", "resolve_quantifier"]
 
 QUANTIFIERS = ("acc", "kdey", "kdey-h", "cc", "sld", "oracle")
+#: The named quantifiers that read nothing of the classifier h: KDEy-ML on its surrogate MLP (trained on the
+#: covariates) and the oracle. Fitted on the same V with the same seed, they give the same estimates whatever h is.
+COVARIATE_QUANTIFIERS = ("kdey", "oracle")
 #: Default :class:`Quantifier` ``max_fit_items``: the KDEy quantifiers' subsample of a large V.
 MAX_FIT_ITEMS = 2000
 #: Items per class a KDEy subsample keeps at least (it grows to ``MIN_FIT_PER_CLASS * n_classes`` when that is larger
