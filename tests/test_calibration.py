@@ -231,6 +231,28 @@ def test_lascal_temperatures_of_a_stack_are_those_of_each_sample():
         assert expected[3][0] == 1.0 and len({T for T, _ in expected}) > 1  # searched, not all T = 1
 
 
+def test_the_row_sums_of_the_used_entries_are_numpys_sums_of_each_row():
+    # LasCal's loss sums each row's used entries as np.sum(x[u]) does (pairwise summation: sequential below 8 terms,
+    # 8 accumulators up to 128, halves above), bit for bit, whatever the rows' lengths and how many entries are used
+    rng = np.random.default_rng(11)
+    for m in (1, 3, 7, 8, 9, 16, 17, 99, 100, 127, 128, 129, 300):
+        X = rng.random((400, m)) ** 3 * 10.0 ** rng.uniform(-8, 2, (400, 1))
+        use = rng.random((400, m)) > rng.uniform(0, 0.6, (400, 1))
+        use[0] = False  # a row with nothing used sums to 0
+        got = calibration._pairwise_row_sums(X, use)
+        assert got.tolist() == [float(np.sum(x[u])) for x, u in zip(X, use)], m
+        assert got[0] == 0.0
+
+
+def test_short_rows_are_summed_and_maximised_as_numpy_does():
+    # the running sum and maximum over a short last axis (fewer than 8 terms) equal numpy's reductions (==)
+    rng = np.random.default_rng(12)
+    for n in range(1, 12):
+        A = rng.random((6, 50, n)) * 10.0 ** rng.uniform(-12, 3, (6, 50, n))
+        assert np.array_equal(calibration._row_sum(A), A.sum(axis=-1, keepdims=True)), n
+        assert np.array_equal(calibration._row_max(A), A.max(axis=-1, keepdims=True)), n
+
+
 def test_rlls_solves_each_distinct_problem_once(monkeypatch):
     # RLLS reads a sample through its size and the counts of h's decisions: samples that share them share the
     # solution (solved once), and the weights are those of a fresh RLLS (==)
