@@ -397,3 +397,14 @@ def test_execute_hands_the_thread_limits_to_the_kernel_and_restores_the_environm
     assert not any(var in os.environ for var in book.THREAD_VARS)  # the builder's own environment is put back
     book.execute("tiny", src, {}, "default", tmp_path / "out" / "tiny.ipynb", tmp_path, tmp_path / "failed", jobs=1)
     assert all(seen[var] is None for var in book.THREAD_VARS)  # one chapter at a time: the libraries' defaults
+
+
+def test_the_cpu_line_names_the_widest_vector_instructions(monkeypatch, tmp_path):
+    # a recorded number depends on them (numpy's exponential, the BLAS kernels): the run record says which
+    cpuinfo = tmp_path / "cpuinfo"
+    real = book.Path
+    monkeypatch.setattr(book, "Path", lambda p: real(cpuinfo) if str(p) == "/proc/cpuinfo" else real(p))
+    for flags, expected in (("fpu sse2 avx avx2 avx512f avx512dq", "AMD EPYC (AVX-512)"),
+                            ("fpu sse2 avx avx2", "AMD EPYC (AVX2)"), ("fpu sse2", "AMD EPYC")):
+        cpuinfo.write_text(f"processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: {flags}\n")
+        assert book.cpu_model() == expected
