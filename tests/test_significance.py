@@ -264,3 +264,191 @@ def test_verdict_words():
     assert verdict(0.04, True, 0.5, alpha=0.01) == "not enough evidence"
     with pytest.raises(ValueError, match="pvalue"):
         verdict(1.5, True, 0.5)
+
+
+# ---- what the mutation run of capshift.significance found unpinned (benchmarks/mutation/significance.csv) ----
+def test_significance_and_against_reference_name_what_is_missing_or_unpaired():
+    from capshift.significance import against_reference, significance
+
+    df = _frame({"A": [0.1, 0.2, 0.3], "B": [0.2, 0.3, 0.4]})
+    for fn, args in ((significance, ()), (against_reference, ("A",))):
+        kw = {} if fn is significance else {"by": "dataset", "pair": ("sample",)}
+        with pytest.raises(ValueError, match=r"^results lack the columns \['ae'\]"):
+            fn(df.drop(columns="ae"), *args, **kw)
+        with pytest.raises(ValueError, match=r"^results lack the columns \['ae', 'dataset', 'method', 'sample'\]"):
+            fn(df.to_dict(), *args, **kw)  # not a frame: every column is missing
+    with pytest.raises(ValueError, match=r"^results lack the columns \['ae'\]: pass a tidy frame with columns "
+                                         r"\['ae', 'dataset', 'method', 'sample'\]$"):
+        significance(df.drop(columns="ae"))
+    with pytest.raises(ValueError, match=r"^results have several 'ae' values for one \(dataset, sample, method\) "
+                                         r"key; select one measure/classifier before testing$"):
+        significance(pd.concat([df, df.assign(ae=df["ae"] + 1)]))  # one key, two different values
+    with pytest.raises(ValueError, match=r"^group \{'dataset': 'd'\}: method\(s\) \['B'\] lack values for some of "
+                                         r"the 3 \(sample, run\) keys the other methods have: the values are not "
+                                         r"paired$"):
+        significance(df.drop(index=5).assign(run=0), pair=("sample", "run"))
+    with pytest.raises(ValueError, match=r"^group \{'dataset': 'd'\}: the methods' values are not paired$"):
+        against_reference(df.drop(index=5), "A", by="dataset", pair="sample")
+
+
+def test_groups_come_in_order_of_appearance_and_ties_to_the_bound_are_best():
+    from capshift.significance import against_reference, compare_groups, significance, wilcoxon_marks
+
+    df = pd.concat([_frame({"A": [0.3, 0.2], "B": [0.1, 0.4]}, dataset="z"),
+                    _frame({"A": [0.1, 0.2], "B": [0.3, 0.4]}, dataset="a")])
+    assert significance(df)["dataset"].tolist() == ["z", "z", "a", "a"]
+    assert against_reference(df, "A", by="dataset", pair="sample")["dataset"].tolist() == ["z", "a"]
+    assert wilcoxon_marks(df, by="dataset", pair="sample").index.tolist() == ["z", "a"]
+    assert compare_groups(df.assign(level=df["sample"]), "level", 0, 1, by="dataset")["dataset"].tolist() == ["z", "a"]
+    # means 1e-12 apart are a tie (the bound is inclusive); all best: the p-value column is still float
+    tie = significance(_frame({"A": [0.0], "B": [1e-12]}))
+    assert tie["best"].all() and tie["pvalue"].dtype == float and tie["pvalue"].isna().all()
+
+
+def test_the_shift_papers_marks_at_their_bounds(monkeypatch):
+    from capshift import significance as S
+
+    frame = pd.DataFrame({"degree": [0.0] * 6, "method": list("ABCDEF"),
+                          "mean": [0.014, 0.02, 0.03, 0.04, 0.05, 1.25], "n": 5,
+                          "best": [True, False, False, False, False, False],
+                          "pvalue": [np.nan, 0.05, 0.0499, 0.0011, 0.001, 1e-9]})
+    monkeypatch.setattr(S, "significance", lambda *a, **k: frame)
+    marks = S.wilcoxon_marks(pd.DataFrame({"degree": 0.0, "method": list("ABCDEF"), "ae": 0.0, "trial": 0,
+                                           "sample_id": 0}))
+    assert marks.loc[0.0].tolist() == ["**.014**", "‡.020", "†.030", "†.040", ".050", "1.250"]
+    assert marks.index.name == "degree"
+
+
+def test_wilcoxon_marks_reads_the_value_column_and_several_group_columns():
+    from capshift.significance import wilcoxon_marks
+
+    rows = [(g, h, s, m, 0.1 + 0.05 * (m == "B") + 0.001 * s) for g in ("x", "y") for h in (1, 2) for s in range(8)
+            for m in "BA"]
+    df = pd.DataFrame(rows, columns=["g", "h", "sample_id", "method", "err"]).assign(trial=0)
+    marks = wilcoxon_marks(df, by=("g", "h"), value="err")
+    assert marks.index.tolist() == [("x", 1), ("x", 2), ("y", 1), ("y", 2)] and marks.index.name is None
+    assert marks.columns.tolist() == ["B", "A"]  # methods in order of appearance
+    assert (marks["A"].str.startswith("**")).all() and marks.loc[("x", 1), "B"] == "†.154"  # p = 2 / 2**8
+
+
+def test_identical_methods_are_indistinguishable_and_verdicts_at_alpha():
+    from capshift.significance import against_reference
+
+    base = np.linspace(0.1, 0.3, 12)
+    df = pd.DataFrame({"shift": 0, "sample": np.tile(np.arange(12), 3), "method": np.repeat(["R", "same", "up"], 12),
+                       "ae": np.r_[base, base, base + 0.01]})
+    res = against_reference(df, "R", by="shift", pair="sample").set_index("method")
+    assert res.loc["same", "pvalue"] == 1.0 and res.loc["same", "verdict"] == "not distinguishable"
+    p = res.loc["up", "pvalue"]
+    assert res.loc["up", "verdict"] == "worse" and res.loc["up", "difference"] == pytest.approx(0.01)
+    at = against_reference(df, "R", by="shift", pair="sample", alpha=p).set_index("method")
+    assert at.loc["up", "verdict"] == "not distinguishable"  # p < alpha is needed, p = alpha is not enough
+    assert list(res.columns) == ["shift", "mean", "reference_mean", "difference", "n", "pvalue", "min_p", "verdict"]
+
+
+def test_compare_groups_columns_bounds_and_falls():
+    from capshift.significance import compare_groups
+
+    df = pd.DataFrame({"method": "m", "level": ["lo"] * 20 + ["hi"] * 20,
+                       "ae": np.r_[np.linspace(0.3, 0.4, 20), np.linspace(0.1, 0.2, 20)]})
+    res = compare_groups(df, "level", "lo", "hi")
+    assert list(res.columns) == ["method", "mean_low", "mean_high", "n_low", "n_high", "pvalue", "change"]
+    assert res["change"].tolist() == ["falls"] and res["n_low"].tolist() == [20]
+    same = compare_groups(df.assign(ae=0.2), "level", "lo", "hi")  # no spread at all: p = 1, no test run
+    assert same["pvalue"].tolist() == [1.0] and same["change"].tolist() == ["no significant change"]
+    at = compare_groups(df, "level", "lo", "hi", alpha=float(res["pvalue"][0]))
+    assert at["change"].tolist() == ["no significant change"]
+    one = compare_groups(df.iloc[[0, 20, 21]], "level", "lo", "hi")  # one low row is enough
+    assert one["n_low"].tolist() == [1]
+    # integer values and a categorical group column (observed groups only)
+    ints = df.assign(ae=(df["ae"] * 100).round().astype(int), method=pd.Categorical(["m"] * 40, ["m", "unused"]))
+    assert compare_groups(ints, "level", "lo", "hi")["method"].tolist() == ["m"]
+    with pytest.raises(ValueError, match=r"^results lack the columns \['ae'\]$"):
+        compare_groups(df.drop(columns="ae"), "level", "lo", "hi")
+    with pytest.raises(ValueError, match=r"^group \{'method': 'm'\} has no rows with level = 'lo' or 'mid'$"):
+        compare_groups(df, "level", "lo", "mid")
+
+
+def test_power_arguments_and_their_messages():
+    from scipy.stats import norm
+
+    from capshift.significance import RANK_ARE, power, samples_needed
+    assert 0.05 < power(0.1, 0.2, 2) < 1 and 0.05 < power(0.1, 0.2, 2, n_other=2) < 1  # n = 2 is allowed
+    z = 1.0 / (1.0 / np.sqrt(RANK_ARE * 3))  # an effect of exactly 1
+    assert power(1.0, 1.0, 3) == pytest.approx(norm.cdf(z - norm.ppf(0.975)) + norm.cdf(-z - norm.ppf(0.975)))
+    for kw, msg in (({"effect": np.inf}, r"^effect must be a finite difference of means, got inf$"),
+                    ({"sd": -1.0}, r"^sd must be a finite standard deviation >= 0, got -1\.0$"),
+                    ({"alpha": 0.0}, r"^alpha must be in \(0, 1\), got 0\.0$"),
+                    ({"alpha": 1.0}, r"^alpha must be in \(0, 1\), got 1\.0$"),
+                    ({"n": 1}, r"^n and n_other must be integers >= 2, got 1 and None$")):
+        with pytest.raises(ValueError, match=msg):
+            power(**{"effect": 0.01, "sd": 0.05, "n": 50, **kw})
+    assert samples_needed(1.0, 0.001) == 2  # a huge effect: the floor of 2 pairs
+    assert samples_needed(0.01, 0.05) == samples_needed(0.01, 0.05, paired=True) < samples_needed(0.01, 0.05,
+                                                                                                     paired=False)
+    with pytest.raises(ValueError, match="^target must be a power in"):
+        samples_needed(0.01, 0.05, target=0.0)
+    with pytest.raises(ValueError, match="^effect is 0: no number of samples can detect it$"):
+        samples_needed(0.0, 0.05)
+
+
+def test_verdict_bounds_and_messages():
+    from capshift.significance import verdict
+    assert verdict(0.05, True, 0.8) == "not reproduced"  # p = alpha does not reject; power = min_power suffices
+    assert verdict(0.0, True, 1.0) == "reproduced" and verdict(1.0, True, 0.0) == "not enough evidence"
+    with pytest.raises(ValueError, match=r"^pvalue must be in \[0, 1\], got 1\.5$"):
+        verdict(1.5, True, 0.5)
+    with pytest.raises(ValueError, match=r"^power_ must be in \[0, 1\], got -0\.1$"):
+        verdict(0.5, True, -0.1)
+
+
+def test_against_reference_defaults_group_lists_and_the_zero_shortcut():
+    from capshift.significance import against_reference
+
+    base = np.linspace(0.1, 0.3, 20)
+    df = pd.DataFrame({"shift": 0.5, "x": "a", "trial": 0, "sample_id": np.tile(np.arange(20), 3),
+                       "method": np.repeat(["R", "tiny", "tie"], 20),
+                       "ae": np.r_[base, base, base]})
+    # exactly representable: 18 differences of +2**-7 and 2 of -9 * 2**-7, so "tie"'s mean difference is exactly 0
+    df.loc[df["method"] == "tie", "ae"] = np.r_[np.full(18, 0.5 + 2.0 ** -7), np.full(2, 0.5 - 9 * 2.0 ** -7)]
+    df.loc[df["method"] == "R", "ae"] = 0.5
+    df.loc[df["method"] == "tiny", "ae"] = 0.5 + 1e-10
+    res = against_reference(df, "R").set_index("method")  # by "shift", paired by ("trial", "sample_id")
+    assert res.loc["tiny", "pvalue"] == 1.0 and res.loc["tiny", "verdict"] == "not distinguishable"
+    assert res.loc["tie", "difference"] == 0.0 and res.loc["tie", "pvalue"] < 0.05
+    assert res.loc["tie", "verdict"] == "worse"  # "better" needs a mean below the reference's
+    two = against_reference(df, "R", by=["shift", "x"])
+    assert two[["shift", "x"]].drop_duplicates().values.tolist() == [[0.5, "a"]]
+
+
+def test_compare_groups_refuses_a_non_frame_and_samples_needed_corners():
+    from capshift.significance import RANK_ARE, compare_groups, power, samples_needed
+
+    with pytest.raises(ValueError, match=r"^results lack the columns \['ae', 'level', 'method'\]$"):
+        compare_groups({"ae": [0.1]}, "level", 0, 1)
+    assert samples_needed(0.01, 0.05, alpha=0.6) >= 2  # any alpha in (0, 1)
+    assert power(0.01, 0.05, samples_needed(0.01, 0.05, alpha=0.6), alpha=0.6) >= 0.8
+    assert samples_needed(10.0, 1.0) == 2
+    x_is_one = 1 / 2.801585218  # (z_{0.975} + z_{0.8}) * sd / effect = 1: the closed form gives 1 / ARE -> 2
+    assert np.ceil(1 / RANK_ARE) == 2 and samples_needed(1.0, x_is_one) == 2
+
+
+def test_marks_columns_follow_the_methods_order_of_appearance():
+    from capshift.significance import wilcoxon_marks
+
+    rows = [("g1", s, "A", 0.1 + s / 100) for s in range(3)] + [("g2", s, "B", 0.2 + s / 100) for s in range(3)]
+    rows += [(g, s, "C", 0.3 + s / 100) for g in ("g1", "g2") for s in range(3)]
+    df = pd.DataFrame(rows, columns=["degree", "sample_id", "method", "ae"]).assign(trial=0)
+    marks = wilcoxon_marks(df)
+    assert marks.columns.tolist() == ["A", "B", "C"] and marks.loc["g1", "B"] == "" and marks.loc["g2", "A"] == ""
+
+
+def test_compare_groups_rises_only_above_the_low_mean():
+    from capshift.significance import compare_groups
+
+    # equal means (1/16, exactly) and a significant rank test: not "rises", since the mean is not above
+    df = pd.DataFrame({"method": "m", "level": ["lo"] * 16 + ["hi"] * 16,
+                       "ae": np.r_[np.zeros(15), 1.0, np.full(16, 0.0625)]})
+    res = compare_groups(df, "level", "lo", "hi")
+    assert res["mean_low"][0] == res["mean_high"][0] and res["pvalue"][0] < 0.05
+    assert res["change"].tolist() == ["falls"]

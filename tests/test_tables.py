@@ -97,3 +97,91 @@ def test_measure_value_is_a_float_for_one_table_and_an_array_for_a_stack():
     assert isinstance(vs, np.ndarray) and vs.dtype == float and vs.shape == (2,)
     np.testing.assert_allclose(vs, [0.7, 0.7])
     assert type(T.measure_value(np.array([[1, 0], [0, 0]]), "accuracy")) is float  # an integer table: a float
+
+
+# ---- what the mutation run of this module found unpinned (benchmarks/mutation/tables.csv) ----
+_TABLE_FUNCTIONS = [T.accuracy, T.precision, T.recall, T.f1, T.macro_f1, T.balanced_accuracy, T.true_prevalence,
+                    T.predicted_prevalence, T.MEASURES["f1"]]
+
+
+@pytest.mark.parametrize("fn", _TABLE_FUNCTIONS, ids=lambda f: f.__name__)
+def test_every_measure_names_its_argument_c_and_the_fix(fn):
+    with pytest.raises(ValueError, match=r"^C entries must sum to 1 \(fractions of the sample\), got sums in "
+                                         r"\[2, 2\]; divide counts by the sample size "
+                                         r"\(confusion_matrix\(\.\.\., normalize='all'\)\)$"):
+        fn(np.full((2, 2), 0.5))
+    with pytest.raises(ValueError, match=r"^C must have shape \(\.\.\., n, n\) with n >= 2, got \(2,\)$"):
+        fn(np.array([0.5, 0.5]))
+
+
+def test_check_table_names_the_argument_in_every_message():
+    with pytest.raises(TypeError, match="^table must be an array of fractions, got a string$"):
+        T.check_table("0.5")
+    with pytest.raises(TypeError, match=r"^table must be a numeric array of shape \(\.\.\., n, n\), got list$"):
+        T.check_table([["a", "b"], ["c", "d"]])
+    for bad in (np.full((2, 3), 1 / 6), np.ones((1, 1)), np.array([0.5, 0.5])):  # not square, n < 2, not a table
+        with pytest.raises(ValueError, match=r"^table must have shape \(\.\.\., n, n\) with n >= 2, got "):
+            T.check_table(bad)
+    with pytest.raises(ValueError, match="^table contains NaN or infinite entries$"):
+        T.check_table([[np.nan, 0.5], [0.25, 0.25]])
+    with pytest.raises(ValueError, match=r"^table has negative entries \(min -0\.1\); tables hold fractions"):
+        T.check_table([[0.6, -0.1], [0.25, 0.25]])
+    with pytest.raises(ValueError, match="^counts entries must sum to 1"):
+        T.check_table(np.ones((2, 2)), "counts")
+
+
+def test_check_table_tolerances_are_strict_bounds_and_clip_to_zero():
+    # an entry of exactly -atol is within the tolerance and becomes 0.0; a sum off by exactly atol passes
+    C = np.array([[0.5 + 1e-6, -1e-6], [0.25, 0.25]])
+    out = T.check_table(C)
+    assert out[0, 1] == 0.0 and out[0, 0] == C[0, 0] and out[1, 1] == 0.25
+    exact = np.array([[0.5, 0.25], [0.125, 0.125]])
+    assert np.array_equal(T.check_table(exact, atol=0.0), exact)  # |sum - 1| = 0 is not above a tolerance of 0
+
+
+def test_batches_with_any_leading_shape_and_their_axes():
+    # a (2, 1, n, n) batch: the table axes are the last two, whatever the leading ones (a valid table whose
+    # second axis has length 1 is not a 1-class table)
+    rng = np.random.default_rng(0)
+    C = rng.dirichlet(np.ones(4), size=(2, 1)).reshape(2, 1, 2, 2)
+    assert T.accuracy(C).shape == (2, 1)
+    np.testing.assert_array_equal(T.true_prevalence(C), C.sum(axis=3))  # rows: the true class
+    np.testing.assert_array_equal(T.predicted_prevalence(C), C.sum(axis=2))
+    np.testing.assert_array_equal(T.f1(C, 1), np.stack([[T.f1(C[i, 0], 1)] for i in range(2)]))
+    np.testing.assert_array_equal(T.MEASURES["f1"](C), T.f1(C, 1))  # binary: F1 of class 1, not macro-F1
+    D = rng.dirichlet(np.ones(9), size=3).reshape(3, 3, 3)  # not symmetric: rows and columns differ
+    np.testing.assert_array_equal(T.true_prevalence(D), D.sum(axis=2))
+
+
+def test_precision_and_recall_of_an_absent_class_default_to_zero():
+    C = np.array([[0.5, 0.0, 0.0], [0.25, 0.25, 0.0], [0.0, 0.0, 0.0]])  # class 2 neither present nor predicted
+    assert T.precision(C).tolist() == [0.5 / 0.75, 1.0, 0.0]
+    assert T.recall(C).tolist() == [1.0, 0.5, 0.0]
+    assert T.precision(C, empty=np.nan)[2] != T.precision(C, empty=np.nan)[2]  # the fallback is the argument
+
+
+def test_contingency_table_argument_names_and_codeframe():
+    with pytest.raises(ValueError, match="^n_classes must be"):
+        T.contingency_table([0], [0], 1)
+    with pytest.raises(ValueError, match=r"^y_true has labels \[3\] outside the codeframe"):
+        T.contingency_table([0, 3], [0, 1], 3)
+    with pytest.raises(ValueError, match=r"^y_pred has labels \[5\] outside the codeframe"):
+        T.contingency_table([0, 1], [0, 5], 3)
+    with pytest.raises(ValueError, match=r"^cannot build a contingency table from an empty sample \(y_true has no "
+                                         r"items\)$"):
+        T.contingency_table([], [], 2)
+
+
+def test_f1_pos_is_a_class_index_and_lookups_keep_callables():
+    with pytest.raises(ValueError, match="^pos must be"):
+        T.f1(np.eye(2) / 2, pos=-1)
+
+    def mine(C):
+        return np.ones(np.shape(C)[:-2], dtype=int)
+
+    assert T.get_measure(mine) is mine
+    with pytest.raises(TypeError, match="^measure must be a name or a callable, got int$"):
+        T.get_measure(3)
+    stack = np.stack([np.eye(2) / 2] * 3)
+    assert T.measure_value(stack, mine).dtype == float  # a measure's integers come back as floats
+    assert T.measure_value(np.eye(2) / 2) == 1.0 and T.measure_value(np.array([[0.25, 0.25], [0.5, 0.0]])) == 0.25

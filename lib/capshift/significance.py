@@ -134,8 +134,9 @@ def against_reference(results: pd.DataFrame, reference: str, by="shift", pair=("
     Returns one row per (group, method other than ``reference``): the ``by`` columns, ``method``, ``mean``,
     ``reference_mean``, ``difference`` (mean minus the reference's: negative is better), ``n`` (pairs),
     ``pvalue`` (two-sided; 1 when all paired differences are zero), ``min_p`` (:func:`min_wilcoxon_p`: the
-    test's floor with ``n`` pairs) and ``verdict``: ``"better"`` / ``"worse"`` when p < ``alpha``, else
-    ``"not distinguishable"``. Groups in order of appearance. Raises ValueError for a missing column, an
+    test's floor with ``n`` pairs) and ``verdict``: ``"better"`` (a mean below the reference's) / ``"worse"`` (not
+    below) when p < ``alpha``, else ``"not distinguishable"``. Paired differences all within ``numpy.allclose`` of 0
+    give p = 1 without a test. Groups in order of appearance. Raises ValueError for a missing column, an
     unknown reference, or values that are not paired.
     """
     by = [by] if isinstance(by, str) else list(by)
@@ -172,7 +173,8 @@ def compare_groups(results: pd.DataFrame, split: str, low, high, by=("method",),
 
     Used for "does the error grow with the shift / fall with the sample size". Returns one row per group: the
     ``by`` columns, ``mean_low``, ``mean_high``, ``n_low``, ``n_high``, ``pvalue`` and ``change``:
-    ``"rises"`` / ``"falls"`` when p < ``alpha``, else ``"no significant change"``. Raises ValueError for a
+    ``"rises"`` (``mean_high`` above ``mean_low``) / ``"falls"`` (not above) when p < ``alpha``, else
+    ``"no significant change"``. Raises ValueError for a
     missing column or a group without rows at ``low`` or ``high``.
     """
     by = [by] if isinstance(by, str) else list(by)
