@@ -192,3 +192,16 @@ def test_the_grid_fits_a_datasets_kdey_once_for_its_classifiers_with_a_results_d
     assert fits == ["kdey", "kdey"]
     assert np.array_equal(again["predicted"].to_numpy(),
                           grid.run_grid(["haberman"], ["svm"], ["LEAP_KDEy"], None, **kw)["predicted"].to_numpy())
+
+
+def test_the_store_key_reads_a_sparse_matrix_by_its_entries():
+    # the text datasets' V and U are sparse: their digest must depend on the entries, not on a summary repr that
+    # two matrices of one shape and number of entries share
+    import scipy.sparse as sp
+
+    from capshift.quantifiers import digest
+    a = sp.csr_matrix(np.array([[0.0, 1.0], [2.0, 0.0]]))
+    b = sp.csr_matrix(np.array([[0.0, 1.5], [2.0, 0.0]]))  # same shape, same number of entries
+    c = sp.csr_matrix(np.array([[0.0, 0.0], [2.0, 1.0]]))  # same values, other places
+    assert repr(a) == repr(b) and len({digest(a), digest(b), digest(c)}) == 3
+    assert digest(sp.coo_matrix(a.toarray())) == digest(a) == digest(sp.csc_matrix(a))  # one matrix, any format

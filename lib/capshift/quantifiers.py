@@ -357,11 +357,22 @@ def fitted_quantifier(quantifier, classifier, random_state, X_val, y_val, n_clas
 
 
 def digest(*parts) -> str:
-    """A blake2b digest (hex) of arrays (dtype, shape and bytes) and other values (their repr)."""
+    """A blake2b digest (hex) of arrays (dtype, shape and bytes), scipy sparse matrices (their canonical CSR form:
+    shape, data, indices and row pointers, so that two matrices with equal entries have one digest) and other
+    values (their repr)."""
     h = hashlib.blake2b(digest_size=20)
     for p in parts:
         if p is None:
             h.update(b"<none>")
+        elif sp.issparse(p):
+            m = sp.csr_array(p, copy=True)
+            m.sum_duplicates()
+            m.eliminate_zeros()
+            m.sort_indices()
+            h.update(f"<sparse {m.shape}>".encode())
+            for a in (m.data, m.indices, m.indptr):
+                h.update(str((a.dtype, a.shape)).encode())
+                h.update(np.ascontiguousarray(a).tobytes())
         elif isinstance(p, np.ndarray):
             h.update(str((p.dtype, p.shape)).encode())
             h.update(np.ascontiguousarray(p).tobytes())
