@@ -42,6 +42,8 @@ SLOW_TESTS = {"test_book.py", "test_site.py", "test_packaging.py", "test_workflo
 #: What mutmut reports, and whether it counts as killed.
 KILLED = {"killed", "timeout"}
 MUTMUT = Path(sys.executable).with_name("mutmut")
+#: Files beside the package that the tests read (copied to the scratch folder and by mutmut to its mutants/).
+BOOK_FILES = ("_toc.yml", "_config.yml", "references.bib", "book")
 
 
 def default_tests(module: str) -> list[str]:
@@ -66,10 +68,18 @@ def scratch_copy(work: Path, module: str, tests: list[str]) -> None:
     # mutants after their module (capshift.<module>), which a lib/ layout would break
     shutil.copytree(ROOT / "lib", work / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    # the book's table of contents, configuration and chapters: tests/test_bad_inputs.py checks `capshift.book`'s
+    # errors against them (the built book, book/_build, is not needed)
+    for name in BOOK_FILES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns("_build", "__pycache__"))
+        else:
+            shutil.copy2(ROOT / name, work / name)
     pyproject = (ROOT / "pyproject.toml").read_text()
     section = "\n".join([
         "", "[tool.mutmut]",
         'source_paths = ["src"]',
+        f"also_copy = {list(BOOK_FILES)!r}".replace("'", '"'),
         f'only_mutate = ["src/capshift/{module}.py"]',
         f"pytest_add_cli_args_test_selection = {tests!r}".replace("'", '"'),
         'pytest_add_cli_args = ["-x", "-q", "-p", "no:cacheprovider"]',
@@ -111,6 +121,11 @@ def main(argv=None) -> int:
     subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=work, env=env)
     seconds = time.perf_counter() - t0
     status = results(work)
+    if status and all(s not in KILLED for s in status.values()):
+        # mutmut stops before mutating when the tests fail on the unmutated code: nothing was measured
+        print(f"no mutant was killed: do the tests pass on the unmutated code in {work}? (see mutmut's output "
+              "above); no score recorded", file=sys.stderr)
+        return 1
     equivalent = (yaml.safe_load((OUT / "equivalent.yml").read_text()) or {}).get(module) or {} \
         if (OUT / "equivalent.yml").exists() else {}
     OUT.mkdir(exist_ok=True)

@@ -205,3 +205,28 @@ def test_the_store_key_reads_a_sparse_matrix_by_its_entries():
     c = sp.csr_matrix(np.array([[0.0, 0.0], [2.0, 1.0]]))  # same values, other places
     assert repr(a) == repr(b) and len({digest(a), digest(b), digest(c)}) == 3
     assert digest(sp.coo_matrix(a.toarray())) == digest(a) == digest(sp.csc_matrix(a))  # one matrix, any format
+
+
+def test_the_covariate_quantifiers_are_those_that_read_nothing_of_h():
+    # the store shares exactly the quantifiers whose LEAP reads nothing of h: one fact, stated once
+    from capshift.leap import LEAP
+    from capshift.quantifiers import COVARIATE_QUANTIFIERS, QUANTIFIERS
+    assert {q for q in QUANTIFIERS if LEAP(None, quantifier=q).reads_from_h() == ()} == set(COVARIATE_QUANTIFIERS)
+
+
+def test_the_grids_store_reads_a_key_kept_on_disk_by_item_access_as_well(tmp_path):
+    from capshift import grid
+    store = grid._QuantifierStore(tmp_path)
+    store["k"] = ("q", np.arange(3.0), np.ones(3))
+    assert not list(tmp_path.iterdir())  # nothing on disk before flush
+    store.flush()
+    later = grid._QuantifierStore(tmp_path)
+    q, est, secs = later["k"]  # no `in` first
+    assert q == "q" and np.array_equal(est, np.arange(3.0)) and later.new == []
+    with pytest.raises(KeyError):
+        later["absent"]
+
+
+def test_the_quantifiers_progress_bar_names_the_dataset(capsys):
+    evaluation.prepare("haberman", "lr", [registry.get("LEAP_ACC")], "upp", 3, 40, 0, progress=True)
+    assert "haberman: quantify (acc)" in capsys.readouterr().err

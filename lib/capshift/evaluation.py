@@ -154,22 +154,23 @@ def share_quantifiers(ctx: RunContext, specs, progress: bool = False, store=None
         args = (qname, None if by_x else ctx.h, ctx.seed, split.X_V, split.y_V, n, split.X_U, idx,
                 ctx.true_prev if qname == "oracle" else None)
         if store is None or not by_x:
-            out = _quantify_samples(*args, progress=progress)
+            out = _quantify_samples(*args, progress=progress, label=split.name)
         else:
             key = digest(qname, ctx.seed, split.X_V, split.y_V, n, split.X_U, *idx, args[-1])
             if key not in store:
-                store[key] = _quantify_samples(*args, progress=progress)
+                store[key] = _quantify_samples(*args, progress=progress, label=split.name)
             out = store[key]
         ctx.quantifiers[qname], ctx.q_hat[qname], ctx.q_secs[qname] = out
 
 
-def _quantify_samples(qname, h, seed, X_V, y_V, n, X_U, idx, true_prev, progress=False):
+def _quantify_samples(qname, h, seed, X_V, y_V, n, X_U, idx, true_prev, progress, label):
     """``(quantifier, estimates (k, n), seconds (k,))``: the quantifier ``qname`` fitted on V with classifier ``h``
-    and ``seed``, and its estimate on each sample ``X_U[idx[s]]`` (``true_prev[s]`` for the oracle)."""
+    and ``seed``, and its estimate on each sample ``X_U[idx[s]]`` (``true_prev[s]`` for the oracle); ``label`` (the
+    dataset's name) heads the progress bar."""
     quant = Quantifier(qname, classifier=h, random_state=seed).fit(X_V, y_V, n)
     P_U = quant.classify(X_U)
     est, secs = np.empty((len(idx), n)), np.empty(len(idx))
-    for s in tqdm(range(len(idx)), desc=f"quantify ({qname})", disable=not progress, leave=False):
+    for s in tqdm(range(len(idx)), desc=f"{label}: quantify ({qname})", disable=not progress, leave=False):
         t0 = time.perf_counter()
         est[s] = quant.aggregate(None if P_U is None else P_U[idx[s]],
                                  prevalence=None if true_prev is None else true_prev[s])

@@ -201,6 +201,11 @@ class _QuantifierStore(dict):
         dict.__setitem__(self, key, value)
         return True
 
+    def __missing__(self, key):  # store[key] on a key kept only on disk reads the file, as `key in store` does
+        if self.__contains__(key):
+            return dict.__getitem__(self, key)
+        raise KeyError(key)
+
     def __setitem__(self, key, value):
         dict.__setitem__(self, key, value)
         self.new.append(key)

@@ -50,7 +50,7 @@ from ._kdey import KDEY_BACKENDS, KDEyEvaluator, check_kdey_backend
 from .validation import (ATOL, InsufficientEvidenceWarning, check_class_evidence, check_classifier, check_distribution,
                           check_every_class, check_fitted, check_fraction, check_int, check_labels, check_seed, check_X)
 
-__all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "MAX_FIT_ITEMS", "MIN_FIT_PER_CLASS", "Quantifier", "SharedQuantifier", "digest",
+__all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "COVARIATE_QUANTIFIERS", "MAX_FIT_ITEMS", "MIN_FIT_PER_CLASS", "Quantifier", "SharedQuantifier", "digest",
            "make_quantifier", "fitted_quantifier", "check_prevalence", "resolve_quantifier"]
 
 QUANTIFIERS = ("acc", "kdey", "kdey-h", "cc", "sld", "oracle")
@@ -410,7 +410,7 @@ class SharedQuantifier(Quantifier):
     def fit(self, X_val, y_val, n_classes: int):
         """As :meth:`capshift.quantifiers.Quantifier.fit`, fitted once per distinct (X_val, y_val, n_classes)."""
         X = check_X(X_val, "X_val")
-        key = ("fit", self._spec(), digest(X.toarray() if sp.issparse(X) else X, np.asarray(y_val), n_classes))
+        key = ("fit", self._spec(), digest(X, np.asarray(y_val), n_classes))
         if key not in self.cache:
             q = Quantifier(self.method, classifier=self.classifier, random_state=self.random_state,
                            bandwidth=self.bandwidth, kdey_backend=self.kdey_backend, max_fit_items=self.max_fit_items)
