@@ -1,19 +1,23 @@
 """Calibration of h's posteriors (capshift.calibration): temperature scaling, BCTS with its zero floor, SLD, LasCal
 and its RLLS weights. The CBPE variants built on them are tested in test_baselines.py."""
+import linecache
 import pickle
 import warnings
 
 import abstention.label_shift
+import cvxpy as cp
 import numpy as np
 import pytest
 from abstention.calibration import TempScaling
 from quapy.method.aggregative import EMQ
+from scipy.optimize import minimize_scalar
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
 from capshift import base, baselines, calibration, experiment, validation
 from capshift.baselines import CBPE
-from capshift.calibration import BCTS, FLOOR_STEPS, mean_posterior, sld_adjust
+from capshift.calibration import BCTS, FLOOR_STEPS, RLLS, mean_posterior, rlls_weights, sld_adjust
+from capshift.validation import CalibrationWarning
 
 
 # -- LasCal and RLLS ---------------------------------------------------------------------------------------------
@@ -455,3 +459,355 @@ def test_moved_names_are_the_same_objects():
                  "rlls_weights", "LASCAL_TEMPERATURES"]:
         assert getattr(baselines, name) is getattr(calibration, name) and name in baselines.__all__
     assert base.check_posteriors is validation.check_posteriors is baselines.check_posteriors
+
+
+# -- RLLS, BCTS, SLD, temperature scaling and the classwise error pinned (issue 32: mutation testing) ------------------
+# -- temperature scaling ---------------------------------------------------------------------------------------------
+def test_temperature_scale_by_hand_and_its_errors():
+    P = np.array([[0.8, 0.2], [0.5, 0.5]])
+    # softmax(log P / T) = P^(1/T) normalised: at T = 1/2, (.64, .04) / .68
+    np.testing.assert_allclose(calibration.temperature_scale(P, 0.5)[0], [0.64 / 0.68, 0.04 / 0.68], rtol=1e-14)
+    for T in [0.0, -1.0, np.inf, np.nan]:
+        with pytest.raises(ValueError, match=r"^T must be a finite temperature > 0, got "):
+            calibration.temperature_scale(P, T)
+    with pytest.raises(ValueError, match=r"^T must be a finite temperature > 0, got 0\.0$"):
+        calibration.temperature_scale(P, 0)
+    with pytest.raises(ValueError, match=r"^P must be a probability distribution"):
+        calibration.temperature_scale([[0.5, 0.6]], 1.0)
+
+
+def test_temperature_scale_keeps_zeros_without_warnings():
+    # log 0 = -inf is taken without numpy's divide-by-zero warning; the zero stays 0 at every temperature
+    P = np.array([[0.6, 0.4, 0.0], [0.0, 0.0, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for T in [0.5, 1.0, 3.0]:
+            Q = calibration.temperature_scale(P, T)
+            assert Q[0, 2] == 0.0 and Q[1].tolist() == [0.0, 0.0, 1.0]
+
+# -- classwise calibration error -------------------------------------------------------------------------------------
+def _two_bins():
+    # class-1 scores t = (.2, .4, .6, .8), labels (0, 1, 0, 1). Two equal-mass bins: edges (.2, .6, .8), so .2 lies
+    # on the lowest edge (in no bin), (.2, .6] holds .4 and .6 (m_b = 2) and (.6, .8] holds .8 alone (m_b = 1, adds 0).
+    t = np.array([0.2, 0.4, 0.6, 0.8])
+    return np.column_stack([1 - t, t]), np.array([0, 1, 0, 1])
+
+
+def test_classwise_calibration_error_with_a_pair_and_a_single_item_bin():
+    P, y = _two_bins()
+    # class 1: item .4 (label 1) against the other item's label 0, item .6 (label 0) against 1:
+    # (|.4 - 0|^2 + |.6 - 1|^2) / 4 = .08; class 0 is the mirror image (scores .6 and .4 against 1 and 0)
+    np.testing.assert_allclose(calibration.classwise_calibration_error(P, y, n_bins=2), [0.08, 0.08], rtol=1e-12)
+    np.testing.assert_allclose(calibration.classwise_calibration_error(P, y, n_bins=2, p=3), [0.032, 0.032],
+                               rtol=1e-12)
+    np.testing.assert_allclose(calibration.classwise_calibration_error(P, y, n_bins=2, p=1), [0.2, 0.2], rtol=1e-12)
+
+
+def test_classwise_calibration_error_of_items_in_no_bin_is_zero():
+    # one item, or a constant score: every item lies on the lowest edge, in no bin (half-open bins (e_b, e_b+1])
+    np.testing.assert_array_equal(calibration.classwise_calibration_error([[0.3, 0.7]], [1]), [0.0, 0.0])
+    np.testing.assert_array_equal(calibration.classwise_calibration_error(np.full((5, 2), 0.5), [0, 1, 1, 1, 0],
+                                                                          n_bins=3), [0.0, 0.0])
+
+
+def test_classwise_calibration_error_defaults_to_15_bins():
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet([1, 1, 1], size=60)
+    y = rng.choice(3, 60)
+    ce = calibration.classwise_calibration_error(P, y)
+    np.testing.assert_array_equal(ce, calibration.classwise_calibration_error(P, y, n_bins=15, p=2))
+    assert not np.array_equal(ce, calibration.classwise_calibration_error(P, y, n_bins=16, p=2))
+
+
+def test_classwise_calibration_error_bad_input_names_the_argument():
+    P, y = _two_bins()
+    with pytest.raises(ValueError, match=r"^P must be a probability distribution"):
+        calibration.classwise_calibration_error([[0.5, 0.6]], [0])
+    with pytest.raises(ValueError, match=r"^y has labels \[2\] outside"):
+        calibration.classwise_calibration_error(P, [0, 1, 2, 1])
+    for bad in ([0, 1, 0], [0, 1, 0, 1, 1]):
+        with pytest.raises(ValueError, match=r"^y must have one label per item: expected shape \(4,\)"):
+            calibration.classwise_calibration_error(P, bad)
+
+
+# -- RLLS ------------------------------------------------------------------------------------------------------------
+def _rho(alpha, delta, n, n_v):
+    """RLLS's regularisation weight (Azizzadenesheli et al. 2019, abstention's RLLSImbalanceAdapter)."""
+    L = np.log(2 * n / delta)
+    return alpha * 3 * (2 * L / (3 * n_v) + np.sqrt(2 * L / n_v))
+
+
+# h decides V's 4 items right: C = diag(1/2, 1/2). A target sample of 4 items of which h puts 3 in class 0:
+# mu_U - mu_V = (1/4, -1/4), and C theta = b has theta = (1/2, -1/2), w = (1.5, 0.5), the true ratio of priors.
+_P_PERFECT = np.array([[0.9, 0.1], [0.9, 0.1], [0.2, 0.8], [0.2, 0.8]])
+_Y_PERFECT = np.array([0, 0, 1, 1])
+_P_TARGET = np.array([[0.6, 0.4], [0.6, 0.4], [0.6, 0.4], [0.3, 0.7]])
+
+
+def test_rlls_attributes_by_hand():
+    # V: labels (0, 0, 0, 1), h's decisions (0, 0, 1, 1): C[i, j] = p_V(h = i, y = j), mu_V = h's decision
+    # frequencies (row sums), p_val = V's label frequencies (column sums), rho as in the paper with the defaults
+    P_val = np.array([[0.9, 0.1], [0.8, 0.2], [0.4, 0.6], [0.3, 0.7]])
+    r = RLLS(P_val, [0, 0, 0, 1], 2)
+    np.testing.assert_array_equal(r.C, [[0.5, 0.0], [0.25, 0.25]])
+    np.testing.assert_array_equal(r.mu_val, [0.5, 0.5])
+    np.testing.assert_array_equal(r.p_val, [0.75, 0.25])
+    assert r.rho == pytest.approx(_rho(0.01, 0.05, 2, 4), rel=1e-14)
+    assert RLLS(P_val, [0, 0, 0, 1], 2, alpha=0.3, delta=0.2).rho == pytest.approx(_rho(0.3, 0.2, 2, 4), rel=1e-14)
+
+
+def test_rlls_recovers_the_prior_ratio_without_noise():
+    # ||C theta - b|| + rho ||theta|| (norms, not squares) is minimised by the exact solution C^-1 b when rho < 1/2
+    w = rlls_weights(_P_PERFECT, _Y_PERFECT, _P_TARGET)
+    np.testing.assert_allclose(w, [1.5, 0.5], atol=1e-6)
+    # h never decides class 1 on the sample: mu_U = (1, 0), theta = (1, -1) on the constraint's boundary
+    w = rlls_weights(_P_PERFECT, _Y_PERFECT, _P_TARGET[:3])
+    np.testing.assert_allclose(w, [2.0, 0.0], atol=1e-6)
+    w, ok = RLLS(_P_PERFECT, _Y_PERFECT, 2).weights(_P_TARGET[:3])
+    assert ok and w.shape == (2,)
+
+
+@pytest.mark.parametrize("delta", [0.05, 0.1])
+def test_rlls_regularisation_switches_at_rho_equal_to_the_singular_value(delta):
+    # with C = I/2 and b along (1, -1), the objective along theta = s b / |b| is |s/2 - |b|| + rho s: the exact
+    # solution (w = (1.5, .5)) for rho < 1/2, theta = 0 (w = 1, no shift) for rho > 1/2. 2% either side of the alpha
+    # that makes rho = 1/2 pins rho's formula (and the alpha, delta that reach it) to 2%.
+    alpha = 0.5 / _rho(1.0, delta, 2, 4)
+    kw = {} if delta == 0.05 else {"delta": delta}  # 0.05: the default delta
+    np.testing.assert_allclose(rlls_weights(_P_PERFECT, _Y_PERFECT, _P_TARGET, alpha=0.98 * alpha, **kw), [1.5, 0.5],
+                               atol=1e-6)
+    np.testing.assert_allclose(rlls_weights(_P_PERFECT, _Y_PERFECT, _P_TARGET, alpha=1.02 * alpha, **kw), [1.0, 1.0],
+                               atol=1e-6)
+    for a, expected in [(0.98 * alpha, [1.5, 0.5]), (1.02 * alpha, [1.0, 1.0])]:
+        w, ok = RLLS(_P_PERFECT, _Y_PERFECT, 2, a, **kw).weights(_P_TARGET)
+        assert ok
+        np.testing.assert_allclose(w, expected, atol=1e-6)
+
+
+def test_rlls_weights_stay_non_negative_through_the_constraint():
+    # h is right on 3 of 4 items of each class: C = [[3/8, 1/8], [1/8, 3/8]], mu_V = (1/2, 1/2). On a sample where h
+    # decides class 0 for 9 of 10 items, b = (.4, -.4) and C theta = b has theta = (1.6, -1.6): w_1 = -0.6 < 0. The
+    # constraint theta >= -1 binds: w_1 = 0 exactly and theta_0 minimises the objective on the line theta_1 = -1
+    # (w_0 = 2.2003), not the clipped exact solution (w_0 = 2.6).
+    P_val = np.array([[0.9, 0.1]] * 3 + [[0.3, 0.7]] + [[0.2, 0.8]] * 3 + [[0.6, 0.4]])
+    y_val = np.repeat([0, 1], 4)
+    P = np.array([[0.7, 0.3]] * 9 + [[0.1, 0.9]])
+    C, rho, b = np.array([[0.375, 0.125], [0.125, 0.375]]), _rho(0.01, 0.05, 2, 8), np.array([0.4, -0.4])
+    res = minimize_scalar(lambda s: np.linalg.norm(C @ [s, -1.0] - b) + rho * np.hypot(s, 1.0), bounds=(0, 5),
+                          method="bounded", options={"xatol": 1e-10})
+    assert 1 + res.x == pytest.approx(2.20035, abs=1e-4)
+    w = rlls_weights(P_val, y_val, P)
+    assert w[1] == pytest.approx(0.0, abs=1e-7) and w[0] == pytest.approx(1 + res.x, abs=1e-4)
+
+
+def test_rlls_pickles_without_its_compiled_problem_and_cache():
+    # a compiled cvxpy problem does not pickle: RLLS drops it (and its cache of solutions) and rebuilds on demand,
+    # giving the weights of a fresh RLLS; a state pickled before the cache existed loads with an empty cache
+    r = RLLS(_P_PERFECT, _Y_PERFECT, 2)
+    w, ok = r.weights(_P_TARGET)
+    state = r.__getstate__()
+    assert state["_problem"] is None and state["_solved"] == {} and r._solved  # r itself keeps both
+    again = pickle.loads(pickle.dumps(r))
+    np.testing.assert_array_equal(again.weights(_P_TARGET)[0], RLLS(_P_PERFECT, _Y_PERFECT, 2).weights(_P_TARGET)[0])
+    old = RLLS.__new__(RLLS)
+    old.__setstate__({k: v for k, v in state.items() if k != "_solved"})
+    assert old._solved == {}
+    np.testing.assert_allclose(old.weights(_P_TARGET)[0], w, atol=1e-12)
+
+
+def test_rlls_weights_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match=r"^P_val must be a probability distribution"):
+        rlls_weights([[0.5, 0.6]] * 4, _Y_PERFECT, _P_TARGET)
+    with pytest.raises(ValueError, match=r"^y_val has labels \[2\] outside"):
+        rlls_weights(_P_PERFECT, [0, 0, 1, 2], _P_TARGET)
+    for bad in ([0, 0, 1], [0, 0, 1, 1, 1]):
+        with pytest.raises(ValueError, match=r"^y_val must have one label per item: expected shape \(4,\)"):
+            rlls_weights(_P_PERFECT, bad, _P_TARGET)
+    with pytest.raises(ValueError, match=r"^P must have shape \(\.\.\., 2\)"):
+        rlls_weights(_P_PERFECT, _Y_PERFECT, np.full((4, 3), 1 / 3))
+    with pytest.raises(ValueError, match=r"^P must be a probability distribution"):
+        rlls_weights(_P_PERFECT, _Y_PERFECT, [[0.5, 0.6]])
+
+
+def test_rlls_weights_do_not_warn_when_solved():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rlls_weights(_P_PERFECT, _Y_PERFECT, _P_TARGET)
+
+
+def _check_fallback(record):
+    w = rlls_weights(_P_PERFECT, _Y_PERFECT, _P_TARGET)
+    np.testing.assert_array_equal(w, [1.0, 1.0])
+    assert len(record) == 1 and record[0].category is CalibrationWarning
+    assert str(record[0].message) == "RLLS could not solve for the label-shift weights; using w = 1 (no shift)"
+    # stacklevel=2: the warning points at rlls_weights' caller, not at the warnings.warn call in calibration.py
+    assert "warnings.warn" not in linecache.getline(record[0].filename, record[0].lineno)
+
+
+def test_rlls_falls_back_to_no_shift_when_the_solver_raises(monkeypatch):
+    def fail(self, *args, **kwargs):
+        raise cp.error.SolverError("no solver could solve it")
+    monkeypatch.setattr(cp.Problem, "solve", fail)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        _check_fallback(record)
+    w, ok = RLLS(_P_PERFECT, _Y_PERFECT, 2).weights(_P_TARGET)
+    assert ok is False and w.shape == (2,) and (w == 1).all()
+
+
+def test_rlls_falls_back_to_no_shift_when_the_solver_is_not_optimal(monkeypatch):
+    # the solver returns a solution (theta.value is set) but reports it as not optimal: it is not used
+    monkeypatch.setattr(cp.Problem, "status", property(lambda self: cp.INFEASIBLE_INACCURATE))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        _check_fallback(record)
+    w, ok = RLLS(_P_PERFECT, _Y_PERFECT, 2).weights(_P_TARGET)
+    assert ok is False and w.shape == (2,) and (w == 1).all()
+
+
+# -- SLD and the mean posterior --------------------------------------------------------------------------------------
+def test_sld_and_mean_posterior_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match=r"^P must be a probability distribution"):
+        mean_posterior([[0.5, 0.6]])
+    with pytest.raises(ValueError, match=r"^P must be a probability distribution"):
+        sld_adjust([[0.5, 0.6]], [0.5, 0.5])
+    with pytest.raises(ValueError, match=r"^prior must have shape \(\.\.\., 2\)"):
+        sld_adjust([[0.5, 0.5]], [0.5, 0.3, 0.2])
+    with pytest.raises(ValueError, match=r"^prior must be a probability distribution"):
+        sld_adjust([[0.5, 0.5]], [0.5, 0.6])
+
+
+def test_sld_leaves_posteriors_at_their_own_mean_unchanged():
+    # Saerens et al.: p'(y|x) ~ p(y|x) pi'(y)/pi(y); started from the prior the posteriors' mean already is, the
+    # estimate does not move, so the posteriors come back as they are
+    P = np.array([[0.8, 0.2], [0.4, 0.6], [0.3, 0.7]])
+    np.testing.assert_allclose(sld_adjust(P, mean_posterior(P)), P, atol=1e-12)
+    np.testing.assert_allclose(mean_posterior(P), [0.5, 0.5], atol=1e-15)
+
+
+# -- BCTS ------------------------------------------------------------------------------------------------------------
+def _underconfident(m=100):
+    """Binary V whose logits are a quarter of the Bayes log-odds: BCTS's temperature is small (about 1/4)."""
+    rng = np.random.default_rng(0)
+    y = rng.choice(2, m)
+    z = 0.5 * (np.where(y == 1, 1.0, -1.0) + rng.normal(size=m))
+    return np.column_stack([1 / (1 + np.exp(z)), 1 / (1 + np.exp(-z))]), y
+
+
+def test_bcts_fits_without_warnings_and_rejects_overflow():
+    P_val, y_val = _underconfident()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bcts = BCTS().fit(P_val, y_val)
+    assert bcts.bcts_ and bcts.floor_ == 0.5 * P_val.min()
+    # a log-posterior of -690 divided by the small temperature overflows exp: NaN rows are refused
+    with np.errstate(all="ignore"), pytest.raises(ValueError) as e:
+        bcts.calibrate(np.array([[1.0, 1e-300]]))
+    assert str(e.value) == ("the BCTS-calibrated posteriors are not finite (the temperature-scaled logits overflow "
+                            "exp)")
+    with pytest.raises(ValueError, match=r"^P must have shape \(\.\.\., 2\)"):
+        bcts.calibrate(np.full((2, 3), 1 / 3))
+    with pytest.raises(ValueError, match=r"^P must be a probability distribution"):
+        bcts.calibrate([[0.5, 0.6]])
+
+
+def test_bcts_fit_bad_input_names_the_argument():
+    P_val, y_val = _underconfident(10)
+    with pytest.raises(ValueError, match=r"^P_val must be a probability distribution"):
+        BCTS().fit(P_val * 2, y_val)
+    with pytest.raises(ValueError, match=r"^y_val has labels \[2\] outside"):
+        BCTS().fit(P_val, np.full(10, 2))
+    for bad in (y_val[:9], np.r_[y_val, 0]):
+        with pytest.raises(ValueError, match=r"^y_val must have one label per item: expected shape \(10,\)"):
+            BCTS().fit(P_val, bad)
+
+
+def _mutb_nll_of_floor(P_val, y_val, floor):
+    Pf = np.where(P_val > 0, P_val, floor)
+    try:
+        Q = calibration._apply_bcts_map(calibration._fit_bcts_map(Pf, y_val, P_val.shape[1]), Pf)
+    except RuntimeError:
+        return np.nan
+    return -np.mean(np.log(Q[np.arange(len(y_val)), y_val]))
+
+
+def test_bcts_skips_a_failing_floor_and_tries_the_next():
+    # 10-NN votes on which abstention's L-BFGS-B stops abnormally at the largest candidate floor (0.05) but fits at
+    # the others: the failing floor is skipped and the smaller ones are still tried (floor_ the best of them)
+    P_val = np.array([[0.9, 0.1], [0.8, 0.2], [0, 1], [0, 1], [0.1, 0.9], [0.7, 0.3], [0.4, 0.6], [0.2, 0.8],
+                      [0.6, 0.4], [0.4, 0.6], [1, 0], [0.1, 0.9]])
+    y_val = np.array([0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1])
+    candidates = 0.05 * FLOOR_STEPS
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        nll = np.array([_mutb_nll_of_floor(P_val, y_val, f) for f in candidates])
+        bcts = BCTS().fit(P_val, y_val)
+    assert np.isnan(nll[0]) and np.isfinite(nll[1:]).all(), nll
+    assert bcts.bcts_ and bcts.floor_ == candidates[1 + int(np.argmin(nll[1:]))]
+
+
+def test_bcts_keeps_the_larger_floor_on_a_tie():
+    # 3-class 10-NN votes on which the two smallest floors (5e-11, 5e-14) give the same NLL to the bit: the first
+    # (larger) of the tied candidates is kept
+    P_val = np.array([[0, 0.1, 0.9], [0.9, 0, 0.1], [0.5, 0.2, 0.3], [0.9, 0.1, 0], [0.1, 0.8, 0.1], [0.1, 0, 0.9],
+                      [0.1, 0.9, 0], [0.5, 0.3, 0.2], [0.7, 0.1, 0.2], [0.3, 0.2, 0.5], [0.1, 0.1, 0.8],
+                      [0.1, 0, 0.9]])
+    y_val = np.array([2, 0, 0, 0, 1, 2, 1, 0, 1, 2, 2, 2])
+    candidates = 0.05 * FLOOR_STEPS
+    nll = np.array([_mutb_nll_of_floor(P_val, y_val, f) for f in candidates])
+    assert nll[3] == nll[4] == nll.min() < nll[2], nll
+    bcts = BCTS().fit(P_val, y_val)
+    assert bcts.bcts_ and bcts.floor_ == candidates[3]
+
+
+def test_bcts_map_failures_are_runtime_errors_with_quapys_message():
+    # h separates V: abstention's fit fails (QuaPy's message); a map applied to the wrong number of columns fails
+    P_val = np.array([[0.9, 0.1], [0.7, 0.3], [0.2, 0.8], [0.4, 0.6]])
+    y_val = np.array([0, 0, 1, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(RuntimeError, match=r"^calibration bcts failed at fit time: "):
+            calibration._fit_bcts_map(P_val, y_val, 2)
+    P, y = _underconfident()
+    f = calibration._fit_bcts_map(P, y, 2)
+    with pytest.raises(RuntimeError, match=r"^calibration bcts failed at predict time: "):
+        calibration._apply_bcts_map(f, np.full((2, 3), 1 / 3))
+
+
+def test_bcts_pickles_without_its_map():
+    # abstention's map is a lambda: dropped (None) from the pickled state, refitted on load when BCTS was fitted;
+    # a fallback BCTS (no fit) loads without a map and still returns the posteriors as they are
+    P_val, y_val = _underconfident()
+    bcts = BCTS().fit(P_val, y_val)
+    assert bcts.__getstate__()["_map"] is None and bcts._map is not None
+    P = np.array([[0.7, 0.3], [0.2, 0.8]])
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(bcts)).calibrate(P), bcts.calibrate(P))
+    sep = np.array([[0.9, 0.1], [0.7, 0.3], [0.2, 0.8], [0.4, 0.6]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fallback = BCTS().fit(sep, [0, 0, 1, 1])
+    assert fallback.bcts_ is False and fallback.__getstate__()["_map"] is None
+    again = pickle.loads(pickle.dumps(fallback))
+    assert again._map is None
+    np.testing.assert_array_equal(again.calibrate(P), P)
+
+
+def test_bcts_floor_search_skips_failures_and_keeps_the_first_of_equals(monkeypatch):
+    # the floor search without abstention's numerics: the first candidate's fit fails (skipped, the search goes on)
+    # and every other candidate calibrates V to the same posteriors (equal NLL): the first of them, 5e-5, is kept
+    p1 = np.array([0.0] * 4 + [1.0] * 4 + [0.2, 0.3, 0.6, 0.7, 0.8, 0.4, 0.1, 0.9])
+    P_val, y_val = np.column_stack([1 - p1, p1]), np.array([0] * 4 + [1] * 4 + [0, 1, 0, 1, 1, 0, 0, 1])
+    candidates = 0.5 * P_val[P_val > 0].min() * FLOOR_STEPS
+    real_fit, floors = calibration._fit_bcts_map, []
+
+    def fit(P, y, n):
+        floors.append(P.min())
+        if len(floors) == 1:
+            raise RuntimeError("calibration bcts failed at fit time: (test)")
+        return real_fit(P, y, n)
+    monkeypatch.setattr(calibration, "_fit_bcts_map", fit)
+    monkeypatch.setattr(calibration, "_apply_bcts_map", lambda f, P: np.full(P.shape, 0.5))
+    bcts = BCTS().fit(P_val, y_val)
+    np.testing.assert_array_equal(floors, candidates)
+    assert bcts.bcts_ and bcts.floor_ == candidates[1]
+    np.testing.assert_array_equal(bcts.prior_, [0.5, 0.5])
