@@ -104,6 +104,9 @@ EXEMPT = {
     "__init__": "the package's imports",
 }
 TARGET = 0.9
+#: The columns of scores.csv.
+FIELDS = ["module", "mutants", "killed", "survived", "equivalent", "score", "seconds", "date", "commit", "tests",
+          "workers"]
 
 
 def write_summary(rows: dict) -> None:
@@ -188,10 +191,13 @@ def main(argv=None) -> int:
     rows[module] = {"module": module, "mutants": n, "killed": killed, "survived": len(survivors), "equivalent": eq,
                     "score": f"{score:.3f}", "seconds": f"{seconds:.0f}", "date": str(date.today()),
                     "commit": git_commit(), "tests": " ".join(tests), "workers": args.max_children}
-    with open(scores, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[module]), restval="")
+    # written whole to a temporary file and moved into place: runs of other modules read it meanwhile
+    tmp = scores.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, restval="", extrasaction="ignore")
         w.writeheader()
         w.writerows(sorted(rows.values(), key=lambda r: r["module"]))
+    os.replace(tmp, scores)
     write_summary(rows)
     print(f"{module}: {n} mutants, {killed} killed, {len(survivors)} survived, {eq} equivalent: score {score:.3f} "
           f"({seconds:.0f} s)")
