@@ -193,3 +193,111 @@ def test_leap_acc_estimates_agree():
                                 quantifier=Quantifier("acc", h, random_state=0, kdey_backend="quapy")).fit(X_V, y_V)
     assert isinstance(fast.quantifier_.fast_, ACCEvaluator) and slow.quantifier_.fast_ is None
     np.testing.assert_allclose(fast.predict_batch(samples), slow.predict_batch(samples), atol=1e-3)
+
+
+# -- Pinned by mutation testing (issue 32): messages, boundaries, exact output -----------------------------------------
+class _MutLookup(ClassifierMixin, BaseEstimator):
+    """A 'classifier' whose prediction is the integer in the first column."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.asarray(X)[:, 0].astype(int)
+
+
+def _mut_acc(confusion, **kw):
+    C = np.asarray(confusion)
+    y = np.concatenate([np.full(C[t].sum(), t) for t in range(len(C))])
+    pred = np.concatenate([np.repeat(np.arange(len(C)), C[t]) for t in range(len(C))])
+    clf = _MutLookup().fit(None, np.arange(len(C)))
+    return ACC(clf, fit_classifier=False, val_split=None, **kw).fit(pred[:, None].astype(float), y)
+
+
+def _with_matrix(M, method="inversion"):
+    acc = _mut_acc([[7, 3], [2, 8]], method=method)
+    acc.Pte_cond_estim_ = np.asarray(M)
+    return acc
+
+
+def _msg(fn, *args):
+    with pytest.raises(ValueError) as e:
+        fn(*args)
+    return str(e.value)
+
+
+def test_adjustment_system_messages():
+    unfitted = ACC(_MutLookup())
+    assert _msg(adjustment_system, unfitted) == "the ACC quantifier is not fitted (no Pte_cond_estim_)"
+    acc = _mut_acc([[7, 3], [2, 8]])
+    acc.method = "foo"
+    assert _msg(adjustment_system, acc) == ("unknown ACC method 'foo'; choose one of "
+                                            "('inversion', 'invariant-ratio')")
+
+
+@pytest.mark.parametrize("M, shape", [
+    ([[np.nan, 0.0], [0.0, 1.0]], (2, 2)),       # non-finite
+    (np.ones((2, 3)) / 2, (2, 3)),               # non-square, 2 rows
+    (np.ones((3, 2)) / 3, (3, 2)),               # non-square, 3 rows
+    (np.ones(2) / 2, (2,)),                      # 1-D
+    (np.ones((2, 2, 2)) / 2, (2, 2, 2)),         # 3-D with square leading dims
+    ([[1.0]], (1, 1)),                           # n < 2
+])
+def test_adjustment_system_rejects_bad_matrices(M, shape):
+    acc = _with_matrix(M)
+    assert _msg(adjustment_system, acc) == ("ACC's misclassification matrix must be a finite square (n, n) "
+                                            f"array, n >= 2, got {shape}")
+    assert acc_supported(acc) is False   # the exception is caught: not supported
+
+
+def test_adjustment_system_casts_to_float():
+    A = adjustment_system(_with_matrix(np.eye(2, dtype=int)))
+    assert A.dtype == np.float64
+    np.testing.assert_array_equal(A, np.eye(2))
+    A = adjustment_system(_with_matrix(np.eye(2, dtype=int), method="invariant-ratio"))
+    assert A.dtype == np.float64
+    np.testing.assert_array_equal(A, [[1.0, 0.0], [1.0, 1.0]])
+
+
+def test_acc_supported_rejects_bad_norm_with_good_method():
+    acc = _mut_acc([[7, 3], [2, 8]])
+    acc.norm = "foo"
+    assert acc_supported(acc) is False
+    assert _msg(ACCEvaluator, acc) == (
+        "ACCEvaluator reproduces ACC(solver='minimize') with method in ('inversion', 'invariant-ratio') and norm in "
+        "['clip', 'mapsimplex', 'condsoftmax', None], got solver='minimize', method='inversion', norm='foo'")
+
+
+def test_acc_supported_threshold_is_strict_and_relative_to_largest():
+    # singular values exactly (1, 1e-8): s[-1] == RCOND * s[0], not strictly above -> unsupported
+    assert acc_supported(_with_matrix(np.diag([1.0, 1e-8]))) is False
+    # (10, 1e-8): 1e-8 < 1e-8 * 10 -> unsupported (but it would be above RCOND / 10)
+    assert acc_supported(_with_matrix(np.diag([10.0, 1e-8]))) is False
+    # (1, 1e-3, 1e-9): below RCOND * s[0] = 1e-8, but above RCOND * s[1] = 1e-11
+    assert acc_supported(_with_matrix(np.diag([1.0, 1e-3, 1e-9]))) is False
+    assert acc_supported(_with_matrix(np.diag([1.0, 2e-8]))) is True
+
+
+def test_evaluator_messages():
+    class NotACC:
+        pass
+    assert _msg(ACCEvaluator, NotACC()) == "ACCEvaluator needs a fitted quapy ACC, got NotACC"
+    assert _msg(ACCEvaluator, ACC(_MutLookup())) == "ACCEvaluator needs a fitted quapy ACC, got ACC (not fitted)"
+    assert _msg(ACCEvaluator, _with_matrix(np.diag([1.0, 1e-9]))) == (
+        "ACC's misclassification matrix is (numerically) singular: its adjustment loss has no unique minimiser "
+        "(is there a class h never predicts on V?)")
+
+
+def test_evaluator_keeps_acc_and_checks_class_count():
+    acc = _mut_acc([[7, 3], [2, 8]])
+    ev = ACCEvaluator(acc)
+    assert ev.acc is acc
+    acc.classifier.classes_ = np.array([0, 1, 2])   # ACC.classes_ reads the classifier's
+    assert _msg(ACCEvaluator, acc) == "ACC's matrix is (2, 2) for 3 classes"
+
+
+def test_counts_messages():
+    ev = ACCEvaluator(_mut_acc([[7, 3], [2, 8]]))
+    assert _msg(ev.counts, []) == "ACC needs at least one prediction per sample"
+    assert _msg(ev.counts, [0, 5, 1, 5, 7]) == "predicted labels [5, 7] are not among ACC's classes [0, 1]"

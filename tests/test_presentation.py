@@ -241,3 +241,94 @@ def test_alignment_of_label_columns():
     assert sep.count(":-") == 2 and sep.count("-:") == 1  # both label columns left, the value right
     sep = pr.table(df.reset_index(drop=True), index=False).data.splitlines()[1]
     assert sep.strip("|").startswith(":-")  # without an index, the first column is the label column
+
+
+# -- Pinned by mutation testing (issue 32): messages, boundaries, exact output -----------------------------------------
+def test_number_floor_at_many_decimals():
+    # 10 ** -8 written with 8 decimals (11 ** -8 would round to 0.00000000)
+    assert pr.number(1e-10, 8) == "<0.00000001"
+    assert pr.number(-1e-10, 8, leading_zero=False) == "−<.00000001"
+
+
+def test_split_pair_of_missing_cells():
+    assert pr._split_pair(None) == (pr.MISSING, pr.MISSING)
+    assert pr._split_pair(float("nan")) == (pr.MISSING, pr.MISSING)
+
+
+def test_vector_casts_to_float():
+    assert pr.vector(["0.5", "1"]) == "(0.500, 1.000)"
+    assert pr.vector([True, False], 1) == "(1.0, 0.0)"
+
+
+def test_frame_default_decimals_message_and_column_name():
+    df = pd.DataFrame({"a": [0.12345]})
+    df.columns.name = "measure"
+    out = pr.frame(df)
+    assert out.iloc[0, 0] == "0.123"
+    assert out.columns.name == "measure"
+    with pytest.raises(TypeError) as e:
+        pr.frame([1, 2])
+    assert str(e.value) == "df must be a DataFrame, got list"
+
+
+def test_estimated_width_index_names_and_empty_header():
+    idx = pd.MultiIndex.from_tuples([("a", "b")], names=["abcdefghijklmnop", "q"])
+    df = pd.DataFrame({"c": ["1"]}, index=idx)
+    # index column: longest word of "abcdefghijklmnop q" is 16 > len("('a', 'b')") = 10; column "c": 1
+    assert pr.estimated_width(df) == pytest.approx(16 * pr.CHAR_PX + pr.CELL_PAD_PX + 1 * pr.CHAR_PX + pr.CELL_PAD_PX)
+    # an empty header over empty cells: only the padding
+    assert pr.estimated_width(pd.DataFrame({"": [""]}), index=False) == pr.CELL_PAD_PX
+
+
+def _four():
+    return pd.DataFrame({"aaaa": ["1"], "bbbb": ["2"], "cccc": ["3"], "dddd": ["4"]},
+                        index=pd.Index(["r"], name="x"))
+
+
+def test_column_groups_boundaries_and_index():
+    df = _four()   # index column 34.4 px, each column 59.6 px
+    assert pr.column_groups(df, pr.estimated_width(df))[0] is df          # exactly the budget: fits
+    no_index = pr.estimated_width(df, index=False)
+    assert [list(g.columns) for g in pr.column_groups(df, no_index, index=False)] == [list(df.columns)]
+    assert [list(g.columns) for g in pr.column_groups(df, no_index, index=True)] == \
+        [["aaaa", "bbbb", "cccc"], ["dddd"]]
+    three = pr.estimated_width(df[["aaaa", "bbbb", "cccc"]], index=False)
+    assert [list(g.columns) for g in pr.column_groups(df, three, index=False)] == \
+        [["aaaa", "bbbb", "cccc"], ["dddd"]]
+    # a df that fits (duplicate column names) and a single too-wide column: df itself
+    dup = pd.DataFrame([["1", "2"]], columns=["a", "a"])
+    assert pr.column_groups(dup)[0] is dup
+    # without the index it fits (duplicate names stay two columns); with the 50-character index it would not
+    dup = pd.DataFrame([["1", "2"]], columns=["a", "a"], index=["r" * 50])
+    assert [g.shape for g in pr.column_groups(dup, pr.estimated_width(dup, index=False), index=False)] == [(1, 2)]
+    wide = pd.DataFrame({"w": ["x" * 200]})
+    assert pr.column_groups(wide)[0] is wide
+
+
+def test_caption_without_label():
+    assert pr.caption("t", "b") == "\n:::{table} t\n\nb\n:::\n"
+
+
+def test_table_exact_text():
+    assert pr.table(pd.DataFrame({"a": [1, 2]}), formatted=True).data == "| a   |\n|:----|\n| 1   |\n| 2   |\n"
+    assert pr.table(pd.DataFrame({"a": [0.5]}), note="n").data == "| a     |\n|:------|\n| 0.500 |\n\nn\n"
+    df = _four()
+    out = pr.table(df, "T", max_px=pr.estimated_width(df[["aaaa", "bbbb", "cccc"]]), formatted=True).data
+    assert out == ("\n:::{table} T (aaaa to cccc)\n\n"
+                   "| x   |   aaaa |   bbbb |   cccc |\n|:----|-------:|-------:|-------:|\n| r   |      1 |      2 |      3 |"
+                   "\n:::\n\n\n\n:::{table} T (dddd)\n\n"
+                   "| x   |   dddd |\n|:----|-------:|\n| r   |      4 |\n:::\n\n")
+    # a RangeIndex is not shown, and the width budget then leaves it out
+    flat = df.reset_index(drop=True)
+    assert pr.table(flat, max_px=pr.estimated_width(flat, index=False), formatted=True).data.count("|:") == 1
+
+
+def test_tabs_exact_text():
+    assert pr.tabs({"(a) Foo!": 7, "AB": Markdown("y")}, sync="s").data == (
+        "\n::::::{tab-set}\n:::::{tab-item} (a) Foo!\n:sync: s-a-foo\n\n7\n:::::\n"
+        ":::::{tab-item} AB\n:sync: s-ab\n\ny\n:::::\n::::::\n")
+    assert ":sync: s-xa\n" in pr.tabs({"Xa": "x"}, sync="s").data
+    assert pr.tabs({"A": "x"}).data == "\n::::::{tab-set}\n:::::{tab-item} A\n\nx\n:::::\n::::::\n"
+    with pytest.raises(ValueError) as e:
+        pr.tabs({})
+    assert str(e.value) == "items must be a non-empty mapping {tab label: markdown}"
