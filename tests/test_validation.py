@@ -567,3 +567,41 @@ def test_check_fitted_other_objects():
     for attributes in ("b_", ["a_", "b_"], ("b_",)):
         _raises(NotFittedError, "This Quantifier instance is not fitted yet: call fit(X_val, y_val) first",
                 check_fitted, q, attributes)
+
+
+# -- bad input found by the mutation run's review, refused with a message naming the argument ---------------------------
+def test_complex_values_are_refused_not_truncated_to_their_real_parts():
+    P = np.array([[0.5 + 3j, 0.5]])
+    _raises(TypeError, "posteriors must be an array of probabilities (floats), got complex values", check_posteriors, P)
+    _raises(TypeError, "prior must be an array of probabilities (floats), got complex values", check_distribution,
+            [0.5 + 0j, 0.5], "prior")
+    _raises(TypeError, "weights must be numeric (an array of floats), got complex values", check_finite_array,
+            np.array([1 + 0j, 2.0]), "weights")
+
+
+def test_a_huge_int_fraction_is_a_value_error_naming_the_argument():
+    _raises(ValueError, f"f must be in (0.0, 1.0), got {10**400!r}", check_fraction, 10**400, "f")
+    _raises(ValueError, f"f must be in (0.0, 1.0), got {-10**400!r}", check_fraction, -10**400, "f")
+
+
+def test_labels_beyond_int64_are_reported_as_given():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no cast warning on the way
+        _raises(ValueError, "y has labels [100000000000000000000] outside the codeframe 0..1; pass the right n_classes "
+                "or re-encode the labels", check_labels, np.array([1e20, 0.0]), 2)
+        _raises(ValueError, f"y has labels [{2**63}] outside the codeframe 0..1; pass the right n_classes or re-encode "
+                "the labels", check_labels, np.array([2**63, 1], dtype=np.uint64), 2)
+    out = check_labels(np.array([1.0, 0.0]), 2)
+    assert out.dtype == np.int64 and out.tolist() == [1, 0]
+
+
+def test_a_duck_typed_classifier_is_a_type_error_naming_it():
+    class Duck:  # fit, predict and a fitted attribute, but not a scikit-learn estimator
+        classes_ = np.array([0, 1])
+
+        def fit(self, X, y):
+            return self
+
+        def predict(self, X):
+            return np.zeros(len(X), dtype=int)
+    _raises(TypeError, "classifier must be a scikit-learn estimator, got Duck", check_classifier, Duck())

@@ -23,6 +23,7 @@ one-hot posteriors) and :class:`CalibrationWarning`. Filter them as usual, e.g. 
 """
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
@@ -99,7 +100,10 @@ def check_fraction(value, name: str, low: float = 0.0, high: float = 1.0, closed
     """A finite real number in the interval (low, high) (``closed``: "neither", "left", "right" or "both")."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond float's range: not finite, refused below with the value given
+        v = math.inf if value > 0 else -math.inf
     lo_ok = v >= low if closed in ("left", "both") else v > low
     hi_ok = v <= high if closed in ("right", "both") else v < high
     if not (np.isfinite(v) and lo_ok and hi_ok):
@@ -111,6 +115,8 @@ def check_fraction(value, name: str, low: float = 0.0, high: float = 1.0, closed
 
 def check_finite_array(a, name: str, ndim: int | None = None, low=None, high=None) -> np.ndarray:
     """``a`` as a finite float ndarray (optionally of ``ndim`` dims, values in [low, high])."""
+    if np.iscomplexobj(a):  # numpy would drop the imaginary parts with a mere warning
+        raise TypeError(f"{name} must be numeric (an array of floats), got complex values")
     try:
         arr = np.asarray(a, dtype=float)
     except (TypeError, ValueError) as e:
@@ -202,17 +208,15 @@ def check_labels(y, n_classes: int, name: str = "y", n_items: int | None = None)
     if y.size and not np.issubdtype(y.dtype, np.integer):
         if y.dtype.kind == "b":
             y = y.astype(np.int64)
-        elif np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) and np.all(np.mod(y, 1) == 0):
-            y = y.astype(np.int64)
-        else:
+        elif not (np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) and np.all(np.mod(y, 1) == 0)):
             raise TypeError(f"{name} must hold integer class indices 0..n_classes-1, got dtype {y.dtype}; "
                             "encode labels first (e.g. sklearn.preprocessing.LabelEncoder)")
-    y = y.astype(np.int64, copy=False)
+    # the range is checked before the cast to int64, which would wrap a label beyond its range (1e20, 2**63)
     if y.size and (y.min() < 0 or y.max() >= n_classes):
         bad = np.unique(y[(y < 0) | (y >= n_classes)])
-        raise ValueError(f"{name} has labels {bad.tolist()} outside the codeframe 0..{n_classes - 1}; "
+        raise ValueError(f"{name} has labels {[int(b) for b in bad]} outside the codeframe 0..{n_classes - 1}; "
                          "pass the right n_classes or re-encode the labels")
-    return y
+    return y.astype(np.int64, copy=False)
 
 
 def check_every_class(y, n_classes: int, name: str = "y_val") -> None:
@@ -260,7 +264,7 @@ def check_classifier(classifier, need_proba: bool = False) -> int:
     except NotFittedError as e:
         raise ValueError("classifier must already be trained (CAP methods never fit it): call "
                          "classifier.fit(X_L, y_L) first") from e
-    except TypeError as e:
+    except (TypeError, AttributeError) as e:  # AttributeError: scikit-learn reads the tags of its own estimators
         raise TypeError(f"classifier must be a scikit-learn estimator, got {type(classifier).__name__}") from e
     classes = np.asarray(getattr(classifier, "classes_", []))
     n = classes.size
@@ -289,6 +293,8 @@ def check_distribution(p, name: str = "prevalence", n_classes: int | None = None
     """
     if isinstance(p, (str, bytes)):
         raise TypeError(f"{name} must be an array of probabilities (floats), got a string {p!r}")
+    if np.iscomplexobj(p):  # numpy would drop the imaginary parts with a mere warning
+        raise TypeError(f"{name} must be an array of probabilities (floats), got complex values")
     try:
         arr = np.asarray(p, dtype=np.float64)
     except (TypeError, ValueError) as e:
