@@ -1,6 +1,7 @@
 """EMQs of Sebastiani (IRJ 2020): the Appendix 2 tables and footnote 18 recomputed, property checkers find the
 paper's counterexamples and none for AE's proved properties, batching, validation."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -223,3 +224,103 @@ def test_verdicts_are_deterministic_and_carry_evidence():
     assert c.n_scenarios == a.n_scenarios
     t = emq.property_table(["AE", "KLD"], ["IoI", "MAX"], **SMALL)
     assert t.shape == (2, 2) and t.loc["KLD", "MAX"].refuted and not t.loc["AE", "IoI"].refuted
+
+
+# -- Messages, boundaries and exact strings pinned (issue 32: mutation testing) ----------------------------------------
+def test_check_distribution_passes_atol():
+    out = emq.check_distribution([0.5, 0.505], atol=1e-2)
+    np.testing.assert_allclose(out, [0.5, 0.505])
+
+
+def test_resolve_eps_neither_nor_both_exact_message():
+    msg = ("smoothed EMQs (RAE, NRAE, DR, KLD, NKLD, PD) need exactly one of sample_size "
+           "(|sigma|, then eps = 1/(2|sigma|)) or eps; the paper's Appendix 2 uses sample_size=1_000_000")
+    for kw in ({}, dict(sample_size=10, eps=0.1)):
+        with pytest.raises(ValueError) as e:
+            emq.resolve_eps(**kw)
+        assert str(e.value) == msg
+
+
+def test_resolve_eps_type_errors_name_the_type():
+    with pytest.raises(TypeError, match=r"^eps must be a float, got bool$"):
+        emq.resolve_eps(eps=True)
+    with pytest.raises(TypeError, match=r"^eps must be a float, got str$"):
+        emq.resolve_eps(eps="0.1")
+
+
+def test_resolve_eps_boundary_and_sample_size():
+    assert emq.resolve_eps(eps=emq._EPS_MIN) == emq._EPS_MIN
+    with pytest.raises(ValueError, match="eps must be a finite number"):
+        emq.resolve_eps(eps=emq._EPS_MIN / 2)
+    assert emq.resolve_eps(sample_size=4) == 0.125
+    with pytest.raises((ValueError, TypeError), match="sample_size"):
+        emq.resolve_eps(sample_size=0)
+    top = int(0.5 / emq._EPS_MIN)
+    assert emq.resolve_eps(sample_size=top) == 1.0 / (2.0 * top)
+    with pytest.raises(ValueError, match="sample_size"):
+        emq.resolve_eps(sample_size=top + 1)
+
+
+def test_get_measure_type_error_and_name():
+    with pytest.raises(TypeError) as e:
+        emq.get_measure(3)
+    assert str(e.value) == (f"measure must be a name of {list(emq.MEASURES)} or a callable D(p, p_hat), "
+                            "got int")
+    assert emq.get_measure("kld", sample_size=10).name == "KLD"
+    assert emq.get_measure("ae").name == "AE"
+
+
+def test_ae_accuracy_side_error_and_batch():
+    with pytest.raises(ValueError, match=r"^p must be a flattened n x n table \(n² entries, n >= 2\), got 3 entries"):
+        emq.ae_accuracy([0.2, 0.3, 0.5], [0.2, 0.3, 0.5])
+    p = np.array([[0.4, 0.1, 0.1, 0.4], [0.25, 0.25, 0.25, 0.25]])
+    q = np.array([0.25, 0.25, 0.25, 0.25])
+    np.testing.assert_allclose(emq.ae_accuracy(p, q), [0.3, 0.0])
+
+
+def test_counterexample_and_verdict_str():
+    c = emq.Counterexample({"p": (0.5, 0.25, 0.25), "p_hat": (1.0, 0.0)}, {"D": 0.123456789012, "E": 2.0},
+                           "D > 0", 0.1)
+    assert str(c) == "p=(0.5, 0.25, 0.25), p_hat=(1, 0): D=0.123456789, E=2; required D > 0"
+    v = emq.Verdict("AE", "MAX", c, 10, 3, "desc", (0.0, 0.0))
+    assert str(v) == f"AE / MAX: refuted by counterexample (3 of 10 scenarios violate it); e.g. {c}"
+    v = emq.Verdict("AE", "MAX", None, 10, 0, "desc", (0.0, 0.0))
+    assert str(v) == "AE / MAX: not refuted in 10 scenarios (desc)"
+
+
+def test_perverse_eps_candidates_and_names():
+    p = np.array([0.3, 0.7])
+    cand = np.array([[0.5, 0.5]])
+    ph, v = emq.perverse("KLD", p, eps=1e-3)
+    np.testing.assert_array_equal(ph, [[1.0, 0.0]])
+    assert v[0] == pytest.approx(float(emq.kld(p, [1.0, 0.0], eps=1e-3)), rel=1e-12)
+    ph, v = emq.perverse(lambda a, b: -np.abs(a - b).sum(-1), p, candidates=np.array([[0.3, 0.7]]))
+    np.testing.assert_array_equal(ph, [[0.3, 0.7]])
+    assert v.dtype == np.float64 and v[0] == 0.0
+    ph, v = emq.perverse(lambda a, b: (np.abs(a - b).sum(-1) > 0.5).astype(int), p)
+    assert v.dtype == np.float64
+    ph, v = emq.perverse("AE", np.array([[0.2, 0.3, 0.5]]))
+    np.testing.assert_array_equal(ph, [[1.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match=r"^candidates") as e:
+        emq.perverse("AE", p, candidates=cand * 3)
+    with pytest.raises(ValueError, match=r"^p\b"):
+        emq.perverse("AE", [0.3, 0.9])
+
+
+def test_appendix2_columns():
+    df = emq.appendix2_printed()
+    assert df["value"].dtype == np.float64
+    r = emq.appendix2_recomputed()
+    assert r["match"].dtype == bool
+    assert r["match"].sum() == len(r) - 10
+
+
+def test_more_pins():
+    with pytest.raises(ValueError, match=r"^p\b"):
+        emq.check_distribution([0.5, 0.6])
+    with pytest.raises(ValueError, match=r"^sample_size must be >= 1, got 0$"):
+        emq.resolve_eps(sample_size=0)
+    p = np.array([[[0.4, 0.1, 0.1, 0.4]] * 2] * 3)  # (3, 2, 4): two leading batch axes
+    out = emq.ae_accuracy(p, np.full(4, 0.25))
+    assert out.shape == (3, 2)
+    np.testing.assert_allclose(out, 0.3)
