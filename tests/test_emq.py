@@ -324,3 +324,370 @@ def test_more_pins():
     out = emq.ae_accuracy(p, np.full(4, 0.25))
     assert out.shape == (3, 2)
     np.testing.assert_allclose(out, 0.3)
+
+
+# -- Scenario generators, names and tables pinned (issue 32: mutation testing) -----------------------------------------
+KEYS = emq.SCENARIO_KEYS
+
+
+def _rows(b, keys):
+    return {tuple(tuple(np.round(b[k][r], 9)) for k in keys) for r in range(len(b[keys[0]]))}
+
+
+def _valid(b, prop):
+    keys = ("p",) if prop == "MAX" else KEYS[prop]
+    assert set(b) == set(keys)
+    k = len(b[keys[0]])
+    for key in keys:
+        x = b[key]
+        assert x.dtype == np.float64 and x.ndim == 2 and len(x) == k
+        assert np.all(x >= 0) and np.allclose(x.sum(axis=1), 1, atol=1e-12)
+    if prop != "MAX":
+        for r in range(k):
+            assert emq._premise_fails(prop, {key: b[key][r] for key in keys}, 1e-9) == "", (prop, r)
+
+
+# ------------------------------------------------------------------------------------------------ _gen_binary
+def _b(i, g):
+    return (round(i / g, 9), round(1 - i / g, 9))
+
+
+@pytest.mark.parametrize("g", [3, 4])
+def test_gen_binary_is_the_whole_grid(g):
+    idx = range(g + 1)
+    (b,) = emq._gen_binary("IoI", g)
+    assert _rows(b, KEYS["IoI"]) == {(_b(i, g), _b(j, g)) for i in idx for j in idx}
+    assert len(b["p"]) == (g + 1) ** 2
+    (b,) = emq._gen_binary("NN", g)
+    assert len(b["p"]) == (g + 1) ** 2 and set(b) == {"p", "p_hat"}
+    (b,) = emq._gen_binary("MON", g)
+    _valid(b, "MON")
+    want = {(_b(i, g), _b(j, g), _b(k, g)) for i in idx for j in idx for k in idx if k < j <= i or i <= j < k}
+    assert _rows(b, KEYS["MON"]) == want and len(b["p"]) == len(want)
+    (b,) = emq._gen_binary("IMP", g)
+    _valid(b, "IMP")
+    want = {(_b(i, g), _b(i + a, g), _b(i - a, g)) for i in idx for a in range(1, g + 1) if 0 <= i - a and i + a <= g}
+    assert _rows(b, KEYS["IMP"]) == want and len(b["p"]) == len(want)
+    for prop in ("REL", "ABS"):
+        (b,) = emq._gen_binary(prop, g)
+        _valid(b, prop)
+        want = {(_b(i1, g), _b(i1 + d, g), _b(i2, g), _b(i2 + d, g)) for i2 in idx if 2 * i2 < g for i1 in range(i2)
+                for d in range(-g, g + 1) if d and 0 <= i1 + d <= g and 0 <= i2 + d <= g}
+        assert _rows(b, KEYS[prop]) == want and len(b["p_1"]) == len(want)
+    (b,) = emq._gen_binary("MAX", g)
+    assert _rows(b, ("p",)) == {(_b(i, g),) for i in idx}
+    assert emq._gen_binary("IND", g) == []
+
+
+def test_gen_binary_counts_and_edges():
+    assert [len(emq._gen_binary(p, 4)[0][KEYS[p][0] if p != "MAX" else "p"]) for p in
+            ("IoI", "MON", "IMP", "REL", "MAX")] == [25, 40, 4, 3, 5]
+    (b,) = emq._gen_binary("IMP", 4)
+    np.testing.assert_array_equal(b["p_hat_1"][:, 0] - b["p"][:, 0], b["p"][:, 0] - b["p_hat_2"][:, 0])
+    assert (b["p_hat_1"][:, 0] > b["p"][:, 0]).all()
+    for g in (0, -1):
+        assert emq._gen_binary("IoI", g) == []
+    (b,) = emq._gen_binary("MAX", 1)
+    np.testing.assert_array_equal(b["p"], [[0, 1], [1, 0]])
+    (b,) = emq._gen_binary("IoI", 1)
+    assert len(b["p"]) == 4
+
+
+# ------------------------------------------------------------------------------------------------ _gen_random
+@pytest.mark.parametrize("prop", ["IoI", "NN", "MON", "IMP", "REL", "ABS", "IND", "MAX"])
+@pytest.mark.parametrize("n", [3, 5])
+def test_gen_random_valid_deterministic_and_seeded(prop, n):
+    b = emq._gen_random(prop, 40, n, np.random.default_rng(3))
+    assert all(x.shape == (40, n) for x in b.values())
+    _valid(b, prop)
+    b2 = emq._gen_random(prop, 40, n, np.random.default_rng(3))
+    b3 = emq._gen_random(prop, 40, n, np.random.default_rng(4))
+    for key in b:
+        np.testing.assert_array_equal(b[key], b2[key])
+        assert not np.allclose(b[key], b3[key])
+
+
+def test_gen_random_first_draws_seed0():
+    first = {
+        "IoI": {"p": [0.395462, 0.593018, 0.01152], "p_hat": [0.030772, 0.112538, 0.85669]},
+        "MON": {"p_hat_1": [0.409958, 0.578522, 0.01152], "p_hat_2": [0.907343, 0.081137, 0.01152]},
+        "IMP": {"p_hat_1": [0.054108, 0.934373, 0.01152], "p_hat_2": [0.736816, 0.251664, 0.01152]},
+        "REL": {"p_hat_1": [0.707927, 0.280553, 0.01152], "p_2": [0.480725, 0.507755, 0.01152],
+                "p_hat_2": [0.79319, 0.19529, 0.01152]},
+        "IND": {"p_hat_1": [0.668451, 0.159131, 0.172418], "p_hat_2": [0.56036, 0.159131, 0.280509],
+                "q": [0.395462, 0.593018, 0.01152]},
+        "MAX": {"p": [0.395462, 0.593018, 0.01152]},
+    }
+    for prop, want in first.items():
+        b = emq._gen_random(prop, 4, 3, np.random.default_rng(0))
+        for key, row in want.items():
+            np.testing.assert_allclose(b[key][0], row, atol=1e-6, err_msg=f"{prop} {key}")
+    with pytest.raises(ValueError):
+        emq._gen_random("XYZ", 2, 3, np.random.default_rng(0))
+
+
+def test_gen_random_covers_promised_cases():
+    rng = np.random.default_rng(0)
+    b = emq._gen_random("IoI", 400, 4, rng)
+    same = np.all(b["p"] == b["p_hat"], axis=1)
+    assert 10 < same.sum() < 80  # about 10% identical pairs
+    diff2 = (np.abs(b["p"] - b["p_hat"]) > 0).sum(axis=1)
+    assert (diff2 == 2).sum() > 100 and (diff2 == 4).sum() > 100  # moved pairs and fresh draws
+    b = emq._gen_random("MON", 300, 4, rng)
+    d1, d2 = b["p_hat_1"] - b["p"], b["p_hat_2"] - b["p"]
+    assert ((np.abs(d2) > 0).sum(axis=1) == 2).all() and (np.abs(d1) <= np.abs(d2) + 1e-15).all()
+    b = emq._gen_random("REL", 300, 4, rng)
+    d = b["p_hat_1"] - b["p_1"]
+    assert ((np.abs(d) > 1e-15).sum(axis=1) == 2).all()
+    # both directions of the error occur (towards the rarer class and away from it)
+    cls = (b["p_2"] != b["p_1"])
+    towards = np.array([d[r][cls[r]][np.argmin(b["p_2"][r][cls[r]])] > 0 for r in range(300)])
+    assert 50 < towards.sum() < 250
+    b = emq._gen_random("IND", 300, 5, rng)
+    s = (np.abs(b["p_hat_1"] - b["p_hat_2"]) <= 1e-12).sum(axis=1)  # |S|: classes where the estimates agree
+    assert set(np.unique(s)) == {1, 2, 3}
+
+
+# -------------------------------------------------------------------------------------------- _pairs, _move, _bin
+def test_pairs_move_bin():
+    i, j = emq._pairs(np.random.default_rng(0), 2000, 3)
+    assert i.shape == j.shape == (2000,) and (i != j).all()
+    assert set(np.unique(i)) == {0, 1, 2} and set(np.unique(j)) == {0, 1, 2}
+    assert set(np.unique((j - i) % 3)) == {1, 2}
+    i, j = emq._pairs(np.random.default_rng(0), 5, 4)
+    rng = np.random.default_rng(0)
+    i0 = rng.integers(0, 4, 5)
+    np.testing.assert_array_equal(i, i0)
+    np.testing.assert_array_equal(j, (i0 + rng.integers(1, 4, 5)) % 4)
+    p = np.array([[0.5, 0.5], [0.2, 0.8]])
+    out = emq._move(p, np.array([0, 1]), np.array([1, 0]), np.array([0.6, 0.3]))
+    np.testing.assert_allclose(out, [[0.0, 1.1], [0.5, 0.5]])  # clipped at 0, never negative
+    assert out[0, 0] == 0.0
+    x = emq._bin([0, 1, 2])
+    assert x.dtype == np.float64 and x.shape == (3, 2)
+    np.testing.assert_array_equal(x, [[0, 1], [1, 0], [2, -1]])
+    np.testing.assert_array_equal(emq._bin(0.25), [0.25, 0.75])
+    assert emq._bin(np.array([1, 2], dtype=np.int64)).dtype == np.float64
+    assert emq._bin(np.array([True]))[0].tolist() == [1.0, 0.0]
+
+
+# ------------------------------------------------------------------------------------------ _scenario_batches
+def test_scenario_batches_split_and_description():
+    b, desc = emq._scenario_batches("MON", 4, 10, (2, 3, 4), 7, None)
+    assert desc == "binary grid with step 1/4; 10 random scenarios (seed 7) with |C| in [2, 3, 4]"
+    assert [x["p"].shape for x in b] == [(40, 2), (3, 2), (4, 3), (3, 4)]
+    rng = np.random.default_rng(7)
+    want = [emq._gen_random("MON", k, c, rng) for k, c in ((3, 2), (4, 3), (3, 4))]
+    for got, w in zip(b[1:], want):
+        for key in w:
+            np.testing.assert_array_equal(got[key], w[key])
+    b, desc = emq._scenario_batches("IND", 4, 10, (2, 3, 4), 0, None)
+    assert desc == "10 random scenarios (seed 0) with |C| in [3, 4]"
+    assert [x["p"].shape for x in b] == [(5, 3), (5, 4)]
+    b, desc = emq._scenario_batches("IND", 4, 10, (3,), 0, None)
+    assert [x["p"].shape for x in b] == [(10, 3)]
+    b, desc = emq._scenario_batches("IND", 4, 10, (2,), 0, None)
+    assert b == [] and desc == "no scenarios"
+    b, desc = emq._scenario_batches("MON", 0, 0, (3,), 0, None)
+    assert b == [] and desc == "no scenarios"
+    b, desc = emq._scenario_batches("MON", 0, 1, (3, 4, 5), 0, None)  # 1 scenario over 3 sizes: empty parts dropped
+    assert [x["p"].shape for x in b] == [(1, 4)] and desc == "1 random scenarios (seed 0) with |C| in [3, 4, 5]"
+    b, desc = emq._scenario_batches("MAX", 2, 0, (3,), 0, None)
+    assert desc == "binary grid with step 1/2" and len(b) == 1
+    b, desc = emq._scenario_batches("MAX", 0, 2, (), 0, None)
+    assert b == [] and desc == "no scenarios"
+    b1, _ = emq._scenario_batches("IoI", 0, 6, (3,), 1, None)
+    b2, _ = emq._scenario_batches("IoI", 0, 6, (3,), 2, None)
+    assert not np.allclose(b1[0]["p"], b2[0]["p"])
+
+
+@pytest.mark.parametrize("arg", ["grid", "n_random", "seed"])
+def test_scenario_batches_messages_name_the_argument(arg):
+    kw = dict(grid=2, n_random=2, seed=0)
+    kw[arg] = -1
+    with pytest.raises(ValueError, match=rf"^{arg}\b"):
+        emq._scenario_batches("MON", kw["grid"], kw["n_random"], (3,), kw["seed"], None)
+    kw[arg] = 1.5
+    with pytest.raises((TypeError, ValueError), match=rf"^{arg}\b"):
+        emq._scenario_batches("MON", kw["grid"], kw["n_random"], (3,), kw["seed"], None)
+
+
+def test_scenario_batches_classes_checked():
+    for bad in (1, 0, None, 2.5):
+        with pytest.raises((TypeError, ValueError), match=r"^classes \(codeframe sizes\)"):
+            emq._scenario_batches("MON", 2, 2, (3, bad), 0, None)
+    emq._scenario_batches("MON", 0, 2, (2,), 0, None)  # 2 classes is allowed
+
+
+def test_scenario_batches_explicit():
+    sc = [{"p": [0.5, 0.5], "p_hat": [0.2, 0.8]}]
+    b, desc = emq._scenario_batches("IoI", 4, 10, (3,), 0, sc)
+    assert desc == "1 explicit scenario(s)" and len(b) == 1
+
+
+# ------------------------------------------------------------------------------------------------ _explicit
+def test_explicit_batches_by_n_and_messages():
+    sc = [{"p": [0.5, 0.5], "p_hat": [0.2, 0.8]}, {"p": [0.2, 0.3, 0.5], "p_hat": [0.3, 0.2, 0.5]},
+          {"p": [1.0, 0.0], "p_hat": [0.0, 1.0]}]
+    b = emq._explicit("NN", sc)
+    assert [x["p"].shape for x in b] == [(2, 2), (1, 3)]
+    np.testing.assert_array_equal(b[0]["p_hat"], [[0.2, 0.8], [0.0, 1.0]])
+    b = emq._explicit("MAX", [{"p_1": [0.5, 0.5], "p_2": [0.1, 0.9]}])
+    np.testing.assert_array_equal(b[0]["p"], [[0.5, 0.5], [0.1, 0.9]])
+    with pytest.raises(ValueError, match=r"exactly the keys \('p', 'p_hat'\), got \['p', 'q'\]$"):
+        emq._explicit("IoI", [{"p": [0.5, 0.5], "q": [0.5, 0.5]}])
+    with pytest.raises(ValueError, match=r"scenarios\[0\] .* got list$"):
+        emq._explicit("IoI", [[0.5, 0.5]])
+    with pytest.raises(ValueError, match=r"scenarios\[1\]\['p_hat'\]"):
+        emq._explicit("IoI", [sc[0], {"p": [0.5, 0.5], "p_hat": [0.5, 0.6]}])
+    with pytest.raises(ValueError, match=r"scenarios\[0\]: every distribution must be 1-d .*shapes"):
+        emq._explicit("IoI", [{"p": [0.5, 0.5], "p_hat": [0.2, 0.3, 0.5]}])
+    with pytest.raises(ValueError, match=r"scenarios\[0\]: every distribution must be 1-d"):
+        emq._explicit("IoI", [{"p": [[0.5, 0.5]], "p_hat": [[0.2, 0.8]]}])
+    b = emq._explicit("MON", [{"p": [0.5, 0.5], "p_hat_1": [0.6, 0.4], "p_hat_2": [0.7, 0.3]},
+                              {"p": [0.2, 0.3, 0.5], "p_hat_1": [0.25, 0.25, 0.5], "p_hat_2": [0.3, 0.2, 0.5]}])
+    assert [x["p_hat_2"].shape for x in b] == [(1, 2), (1, 3)]
+
+
+def test_support2():
+    assert emq._support2(np.array([0.1, -0.1, 0.0]), 1e-9).tolist() == [0, 1]
+    assert emq._support2(np.array([0.1, -0.1, 1e-9]), 1e-9).tolist() == [0, 1]  # |d| == atol is not support
+    assert emq._support2(np.array([0.1, -0.05, -0.05]), 1e-9) is None
+    assert emq._support2(np.array([0.1, 0.0, 0.0]), 1e-9) is None
+
+
+# ---------------------------------------------------------------------------------- tables, names, messages
+def test_flatten_tables_exact_and_errors():
+    C = np.array([[1, 2], [3, 4]]) / 10
+    f = emq.flatten_tables(C)
+    np.testing.assert_array_equal(f, [0.1, 0.2, 0.3, 0.4])
+    assert f.dtype == np.float64
+    f = emq.flatten_tables(np.array([[[1, 0], [0, 0]], [[0, 0], [0, 1]]]))  # ints become float64
+    assert f.dtype == np.float64 and f.shape == (2, 4)
+    np.testing.assert_array_equal(f, [[1, 0, 0, 0], [0, 0, 0, 1]])
+    C3 = np.arange(9.0).reshape(3, 3) / 36
+    np.testing.assert_array_equal(emq.flatten_tables(C3), np.arange(9.0) / 36)
+    for bad in (np.full((2, 3), 1 / 6), np.full((3, 2), 1 / 6), np.ones((1, 1)), np.full((2, 1, 1), 0.5),
+                np.full(4, 0.25), np.full((1, 4), 0.25)):
+        with pytest.raises(ValueError, match=rf"^T must have shape \(\.\.\., n, n\) with n >= 2, got {re_shape(bad)}"):
+            emq.flatten_tables(bad, "T")
+    with pytest.raises(ValueError, match=r"T"):
+        emq.flatten_tables(np.full((2, 2), 0.3), "T")
+    with pytest.raises(ValueError, match=r"^C\b"):
+        emq.flatten_tables(np.full((2, 2), 0.3))
+
+
+def re_shape(a):
+    import re
+    return re.escape(str(a.shape))
+
+
+def test_table_error_hand_computed_and_names():
+    C = np.array([[0.4, 0.1], [0.1, 0.4]])
+    Ch = np.array([[0.3, 0.2], [0.2, 0.3]])
+    assert emq.table_error("AE", C, Ch) == pytest.approx(0.1)
+    eps = 0.01
+    ps = (eps + C.ravel()) / (4 * eps + 1)
+    qs = (eps + Ch.ravel()) / (4 * eps + 1)
+    assert emq.table_error("KLD", C, Ch, eps=eps) == pytest.approx(float((ps * np.log(ps / qs)).sum()), rel=1e-12)
+    assert emq.table_error("KLD", C, Ch, eps=eps) != pytest.approx(float(emq.table_error("KLD", C, Ch, sample_size=10)))
+    bad = np.full((2, 2), 0.3)
+    with pytest.raises(ValueError, match=r"^C\b"):
+        emq.table_error("AE", bad, Ch)
+    with pytest.raises(ValueError, match=r"^C_hat\b"):
+        emq.table_error("AE", C, bad)
+    with pytest.raises(ValueError, match=r"^C must have shape"):
+        emq.table_error("AE", np.full((2, 3), 1 / 6), Ch)
+    with pytest.raises(ValueError, match=r"^C_hat must have shape"):
+        emq.table_error("AE", C, np.full((2, 3), 1 / 6))
+
+
+def test_pair_messages_name_the_argument():
+    with pytest.raises(ValueError, match=r"^p\b"):
+        emq.ae([0.5, 0.6], [0.5, 0.5])
+    with pytest.raises(ValueError, match=r"^p_hat\b"):
+        emq.ae([0.5, 0.5], [0.5, 0.6])
+    with pytest.raises(ValueError, match=r"do not broadcast; pass arrays of the same shape, or one distribution "
+                                         r"against a batch$"):
+        emq.ae(np.full((2, 2), 0.5), np.full((3, 2), 0.5))
+
+
+def test_out_is_float64():
+    v = emq.ae([1, 0], [0, 1])
+    assert isinstance(v, np.float64) and v == 1.0
+    assert emq._out(np.array([1, 2], dtype=np.int64)).dtype == np.float64
+    assert emq._out(3).dtype == np.float64 and emq._out(3).shape == ()
+    assert emq._out(np.float32(0.1)).dtype == np.float64
+
+
+def test_side_messages():
+    assert emq._side(4, "p") == 2 and emq._side(9, "p") == 3
+    for n2 in (1, 3, 0):
+        with pytest.raises(ValueError, match=rf"^p must be a flattened n x n table .*got {n2} entries; use "
+                                             r"flatten_tables$"):
+            emq._side(n2, "p")
+
+
+def test_name():
+    assert emq._name("kld") == "KLD"
+    assert emq._name(emq.ae_accuracy) == "AE(acc)"
+    assert emq._name(emq.get_measure("rae", sample_size=10)) == "RAE"
+
+    def my_measure(p, q):
+        return 0.0
+
+    assert emq._name(my_measure) == "my_measure"
+
+    class Anon:
+        def __repr__(self):
+            return "<anon>"
+
+        def __call__(self, p, q):
+            return 0.0
+
+    assert emq._name(Anon()) == "<anon>"
+
+    class Both:
+        name = "N"
+        __name__ = "X"
+
+    assert emq._name(Both()) == "N"
+
+    class Empty:
+        name = ""
+        __name__ = ""
+
+        def __repr__(self):
+            return "<empty>"
+
+    assert emq._name(Empty()) == "<empty>"
+
+
+def test_one_builds_named_checkers():
+    for prop in emq.PROPERTIES:
+        chk = emq._one(prop)
+        assert chk.__name__ == f"check_{prop.lower()}"
+        assert chk.__doc__.startswith(f"Check {prop} for ``measure``: ``check_property(measure, {prop!r}, **kwargs)``")
+        assert chk.__doc__.endswith("see :func:`check_property` for the parameters, errors and source.")
+        assert emq.REQUIREMENT[prop] in chk.__doc__ and str(emq.SCENARIO_KEYS[prop]) in chk.__doc__
+    v = emq._one("MON")("AE", grid=3, n_random=0)
+    assert v.property == "MON" and v.measure == "AE" and v.scenarios == "binary grid with step 1/3"
+    assert v.n_scenarios == len(emq._gen_binary("MON", 3)[0]["p"])
+    assert emq.check_mon.__name__ == "check_mon" and emq.check_ioi.__name__ == "check_ioi"
+
+
+def test_property_table_passes_kwargs():
+    t = emq.property_table(["AE", emq.get_measure("se")], ("IoI", "MON"), grid=2, n_random=0)
+    assert list(t.index) == ["AE", "SE"] and list(t.columns) == ["IoI", "MON"]
+    assert t.loc["AE", "IoI"].scenarios == "binary grid with step 1/2" and t.loc["AE", "IoI"].n_scenarios == 9
+
+
+def test_gen_binary_order_and_flatten_4d():
+    (b,) = emq._gen_binary("IoI", 2)  # p-major order: p = 0 with every p_hat, then p = 1/2, ...
+    np.testing.assert_array_equal(b["p"][:, 0], [0, 0, 0, 0.5, 0.5, 0.5, 1, 1, 1])
+    np.testing.assert_array_equal(b["p_hat"][:, 0], [0, 0.5, 1] * 3)
+    C = np.full((2, 3, 2, 2), 0.25)
+    assert emq.flatten_tables(C).shape == (2, 3, 4)
+    assert emq.flatten_tables(np.full((2, 1, 2, 2), 0.25)).shape == (2, 1, 4)
+    with pytest.raises(ValueError, match=r"^C must have shape"):
+        emq.flatten_tables(np.ones((1, 3, 1, 1)))
