@@ -182,6 +182,12 @@ def main(argv=None) -> int:
     killed = sum(s in KILLED for s in status.values())
     eq = sum(1 for name, s in status.items() if name in equivalent and s not in KILLED)
     survivors = [name for name, s in status.items() if s not in KILLED and name not in equivalent]
+    renumbered = sorted(name for name, s in status.items() if name in equivalent and s in KILLED)
+    if renumbered:
+        # mutmut numbers a function's mutants in order: an edit of the function renumbers them, and an entry of
+        # equivalent.yml may then name another mutant
+        print(f"equivalent.yml lists {len(renumbered)} mutant(s) that were killed: was the function edited? "
+              f"check their diffs (mutmut show) against the reasons: {' '.join(renumbered)}", file=sys.stderr)
     score = killed / (n - eq) if n > eq else float("nan")
     rows = {}
     scores = OUT / "scores.csv"

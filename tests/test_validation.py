@@ -605,3 +605,12 @@ def test_a_duck_typed_classifier_is_a_type_error_naming_it():
         def predict(self, X):
             return np.zeros(len(X), dtype=int)
     _raises(TypeError, "classifier must be a scikit-learn estimator, got Duck", check_classifier, Duck())
+
+
+def test_predict_codes_gives_int64_codes_of_h_on_X():
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    h = LogisticRegression().fit(X, np.array([0.0, 0.0, 1.0, 1.0]))  # trained on float labels: predicts floats
+    assert h.predict(X).dtype == np.float64
+    out = predict_codes(h, X)
+    assert out.dtype == np.int64 and out.tolist() == [0, 0, 1, 1]
+    assert predict_codes(h, X[::-1]).tolist() == [1, 1, 0, 0]  # h's decisions on these X, not on others

@@ -103,7 +103,7 @@ def check_fraction(value, name: str, low: float = 0.0, high: float = 1.0, closed
     try:
         v = float(value)
     except OverflowError:  # an int beyond float's range: not finite, refused below with the value given
-        v = math.inf if value > 0 else -math.inf
+        v = math.nan
     lo_ok = v >= low if closed in ("left", "both") else v > low
     hi_ok = v <= high if closed in ("right", "both") else v < high
     if not (np.isfinite(v) and lo_ok and hi_ok):
