@@ -142,7 +142,7 @@ def _lascal_temperature_reference(P_val, y_val, P, w, p=2):
         return 1.0, loss(1.0)
     losses = np.array([loss(T) for T in grid])
     if np.ptp(losses) == 0.0:
-        return 1.0, float(losses[0])
+        return 1.0, loss(1.0)
     k = int(np.argmin(losses))
     best_T, best = float(grid[k]), float(losses[k])
     lo, hi = np.log(grid[max(k - 1, 0)]), np.log(grid[min(k + 1, grid.size - 1)])
@@ -150,6 +150,18 @@ def _lascal_temperature_reference(P_val, y_val, P, w, p=2):
     if res.fun < best:
         best_T, best = float(np.exp(res.x)), float(res.fun)
     return best_T, best
+
+
+def test_lascal_temperature_on_a_one_value_grid_is_that_value_with_its_loss():
+    rng = np.random.default_rng(3)
+    P_val, P = rng.dirichlet(np.ones(3), size=60), rng.dirichlet(np.ones(3), size=20)
+    y_val, w = rng.integers(0, 3, 60), np.array([0.5, 1.0, 1.5])
+
+    def loss(T):
+        return float(np.mean(calibration.lascal_calibration_error(
+            calibration.temperature_scale(P_val, T), y_val, calibration.temperature_scale(P, T), w)))
+    assert calibration.lascal_temperature(P_val, y_val, P, w, temperatures=[2.0]) == (2.0, loss(2.0))
+    assert loss(2.0) != loss(1.0)  # so returning T = 1 or its loss would fail
 
 
 def test_lascal_temperature_is_the_one_loss_at_a_time_search():

@@ -196,7 +196,8 @@ def lascal_temperature(P_val, y_val, P, weights, n_bins: int = 15, p: float = 2,
     authors' range [0.1, 20]), then a bounded Brent search on log T between the neighbours of the grid's best
     value, keeping the better of the two. T = 1 where the temperature cannot matter: if every row of ``P`` is
     uniform on its support (one-hot rows, as from a one-hot h: no temperature changes them), or if the loss is
-    the same at every grid temperature. Returns ``(T, loss)``, floats. Raises as
+    the same at every grid temperature (of two or more; a one-value grid returns its value). Returns ``(T, loss)``,
+    floats: the loss at the T returned. Raises as
     :func:`lascal_calibration_error`, and ValueError for temperatures that are not positive finite values.
     """
     P_val, y_val, P, w = _check_lascal_inputs(P_val, y_val, P, weights, n_bins, p)
@@ -390,8 +391,11 @@ class LasCalLoss:
         if rest.size == 0:
             return T, loss
         grid_losses = self.losses(L[rest], w[rest])
-        const = np.ptp(grid_losses, axis=1) == 0.0
-        loss[rest[const]] = grid_losses[const, 0]
+        # the same loss at every grid temperature (of two or more): T = 1, with its own loss (a one-value grid
+        # is the caller's choice of T, searched as any grid)
+        const = (np.ptp(grid_losses, axis=1) == 0.0) & (self.grid.size > 1)
+        if const.any():
+            loss[rest[const]] = self.losses(L[rest[const]], w[rest[const]], np.ones(int(const.sum())))
         live, gl = rest[~const], grid_losses[~const]
         k = np.argmin(gl, axis=1)
         best_T, best = self.grid[k], gl[np.arange(len(k)), k]
