@@ -157,6 +157,7 @@ def main(argv=None) -> int:
     if not tests:
         ap.error(f"no test file imports capshift.{module}: name them with --tests")
     work = Path(args.work) if args.work else Path(tempfile.gettempdir()) / "capshift-mutate" / module
+    commit = git_commit()  # the code and tests copied now
     scratch_copy(work, module, tests)
     print(f"mutating lib/capshift/{module}.py against {' '.join(tests)} in {work}", flush=True)
     t0 = time.perf_counter()
@@ -196,7 +197,7 @@ def main(argv=None) -> int:
             rows = {r["module"]: r for r in csv.DictReader(f)}
     rows[module] = {"module": module, "mutants": n, "killed": killed, "survived": len(survivors), "equivalent": eq,
                     "score": f"{score:.3f}", "seconds": f"{seconds:.0f}", "date": str(date.today()),
-                    "commit": git_commit(), "tests": " ".join(tests), "workers": args.max_children}
+                    "commit": commit, "tests": " ".join(tests), "workers": args.max_children}
     # written whole to a temporary file and moved into place: runs of other modules read it meanwhile
     tmp = scores.with_suffix(f".{os.getpid()}.tmp")
     with open(tmp, "w", newline="") as f:
