@@ -734,44 +734,6 @@ def test_bcts_fit_bad_input_names_the_argument():
             BCTS().fit(P_val, bad)
 
 
-def _mutb_nll_of_floor(P_val, y_val, floor):
-    Pf = np.where(P_val > 0, P_val, floor)
-    try:
-        Q = calibration._apply_bcts_map(calibration._fit_bcts_map(Pf, y_val, P_val.shape[1]), Pf)
-    except RuntimeError:
-        return np.nan
-    return -np.mean(np.log(Q[np.arange(len(y_val)), y_val]))
-
-
-def test_bcts_skips_a_failing_floor_and_tries_the_next():
-    # 10-NN votes on which abstention's L-BFGS-B stops abnormally at the largest candidate floor (0.05) but fits at
-    # the others: the failing floor is skipped and the smaller ones are still tried (floor_ the best of them)
-    P_val = np.array([[0.9, 0.1], [0.8, 0.2], [0, 1], [0, 1], [0.1, 0.9], [0.7, 0.3], [0.4, 0.6], [0.2, 0.8],
-                      [0.6, 0.4], [0.4, 0.6], [1, 0], [0.1, 0.9]])
-    y_val = np.array([0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1])
-    candidates = 0.05 * FLOOR_STEPS
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        nll = np.array([_mutb_nll_of_floor(P_val, y_val, f) for f in candidates])
-        bcts = BCTS().fit(P_val, y_val)
-    assert np.isnan(nll[0]) and np.isfinite(nll[1:]).all(), nll
-    assert bcts.bcts_ and bcts.floor_ == candidates[1 + int(np.argmin(nll[1:]))]
-
-
-def test_bcts_keeps_the_larger_floor_on_a_tie():
-    # 3-class 10-NN votes on which the two smallest floors (5e-11, 5e-14) give the same NLL to the bit: the first
-    # (larger) of the tied candidates is kept
-    P_val = np.array([[0, 0.1, 0.9], [0.9, 0, 0.1], [0.5, 0.2, 0.3], [0.9, 0.1, 0], [0.1, 0.8, 0.1], [0.1, 0, 0.9],
-                      [0.1, 0.9, 0], [0.5, 0.3, 0.2], [0.7, 0.1, 0.2], [0.3, 0.2, 0.5], [0.1, 0.1, 0.8],
-                      [0.1, 0, 0.9]])
-    y_val = np.array([2, 0, 0, 0, 1, 2, 1, 0, 1, 2, 2, 2])
-    candidates = 0.05 * FLOOR_STEPS
-    nll = np.array([_mutb_nll_of_floor(P_val, y_val, f) for f in candidates])
-    assert nll[3] == nll[4] == nll.min() < nll[2], nll
-    bcts = BCTS().fit(P_val, y_val)
-    assert bcts.bcts_ and bcts.floor_ == candidates[3]
-
-
 def test_bcts_map_failures_are_runtime_errors_with_quapys_message():
     # h separates V: abstention's fit fails (QuaPy's message); a map applied to the wrong number of columns fails
     P_val = np.array([[0.9, 0.1], [0.7, 0.3], [0.2, 0.8], [0.4, 0.6]])
