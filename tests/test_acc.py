@@ -196,27 +196,8 @@ def test_leap_acc_estimates_agree():
 
 
 # -- Pinned by mutation testing (issue 32): messages, boundaries, exact output -----------------------------------------
-class _MutLookup(ClassifierMixin, BaseEstimator):
-    """A 'classifier' whose prediction is the integer in the first column."""
-
-    def fit(self, X, y):
-        self.classes_ = np.unique(y)
-        return self
-
-    def predict(self, X):
-        return np.asarray(X)[:, 0].astype(int)
-
-
-def _mut_acc(confusion, **kw):
-    C = np.asarray(confusion)
-    y = np.concatenate([np.full(C[t].sum(), t) for t in range(len(C))])
-    pred = np.concatenate([np.repeat(np.arange(len(C)), C[t]) for t in range(len(C))])
-    clf = _MutLookup().fit(None, np.arange(len(C)))
-    return ACC(clf, fit_classifier=False, val_split=None, **kw).fit(pred[:, None].astype(float), y)
-
-
 def _with_matrix(M, method="inversion"):
-    acc = _mut_acc([[7, 3], [2, 8]], method=method)
+    acc = _lookup_acc([[7, 3], [2, 8]], method=method)
     acc.Pte_cond_estim_ = np.asarray(M)
     return acc
 
@@ -228,9 +209,9 @@ def _msg(fn, *args):
 
 
 def test_adjustment_system_messages():
-    unfitted = ACC(_MutLookup())
+    unfitted = ACC(Lookup())
     assert _msg(adjustment_system, unfitted) == "the ACC quantifier is not fitted (no Pte_cond_estim_)"
-    acc = _mut_acc([[7, 3], [2, 8]])
+    acc = _lookup_acc([[7, 3], [2, 8]])
     acc.method = "foo"
     assert _msg(adjustment_system, acc) == ("unknown ACC method 'foo'; choose one of "
                                             "('inversion', 'invariant-ratio')")
@@ -261,7 +242,7 @@ def test_adjustment_system_casts_to_float():
 
 
 def test_acc_supported_rejects_bad_norm_with_good_method():
-    acc = _mut_acc([[7, 3], [2, 8]])
+    acc = _lookup_acc([[7, 3], [2, 8]])
     acc.norm = "foo"
     assert acc_supported(acc) is False
     assert _msg(ACCEvaluator, acc) == (
@@ -283,14 +264,14 @@ def test_evaluator_messages():
     class NotACC:
         pass
     assert _msg(ACCEvaluator, NotACC()) == "ACCEvaluator needs a fitted quapy ACC, got NotACC"
-    assert _msg(ACCEvaluator, ACC(_MutLookup())) == "ACCEvaluator needs a fitted quapy ACC, got ACC (not fitted)"
+    assert _msg(ACCEvaluator, ACC(Lookup())) == "ACCEvaluator needs a fitted quapy ACC, got ACC (not fitted)"
     assert _msg(ACCEvaluator, _with_matrix(np.diag([1.0, 1e-9]))) == (
         "ACC's misclassification matrix is (numerically) singular: its adjustment loss has no unique minimiser "
         "(is there a class h never predicts on V?)")
 
 
 def test_evaluator_keeps_acc_and_checks_class_count():
-    acc = _mut_acc([[7, 3], [2, 8]])
+    acc = _lookup_acc([[7, 3], [2, 8]])
     ev = ACCEvaluator(acc)
     assert ev.acc is acc
     acc.classifier.classes_ = np.array([0, 1, 2])   # ACC.classes_ reads the classifier's
@@ -298,6 +279,6 @@ def test_evaluator_keeps_acc_and_checks_class_count():
 
 
 def test_counts_messages():
-    ev = ACCEvaluator(_mut_acc([[7, 3], [2, 8]]))
+    ev = ACCEvaluator(_lookup_acc([[7, 3], [2, 8]]))
     assert _msg(ev.counts, []) == "ACC needs at least one prediction per sample"
     assert _msg(ev.counts, [0, 5, 1, 5, 7]) == "predicted labels [5, 7] are not among ACC's classes [0, 1]"
