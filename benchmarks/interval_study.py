@@ -7,6 +7,11 @@ Usage (from the repository root)::
     PYTHONPATH=lib .venv/bin/python benchmarks/interval_study.py collect --work $TMPDIR/intervals
 
 ``all`` runs the three (``--nannyml-python`` names NannyML's interpreter; see benchmarks/README.md for its venv).
+Over several L/V/U splits (the split is drawn from ``--seed``; ``collect_splits``)::
+
+    for s in 0 1 2 3 4; do PYTHONPATH=lib .venv/bin/python benchmarks/interval_study.py run --seed $s \
+        --work $TMPDIR/iv/s$s --candidates rates rates-prevbins-floor; done
+    PYTHONPATH=lib .venv/bin/python benchmarks/interval_study.py splits --works $TMPDIR/iv/s*
 
 Stage ``run`` (capshift's venv), per dataset (joblib, ``--n-jobs`` processes, one BLAS thread each): the LEAP
 paper's L / V / U split, a logistic regression h trained on L, ``--n-samples`` UPP test samples from U at each
@@ -220,11 +225,52 @@ def collect(args, wall=None) -> None:
     print(f"wrote {len(scores)} rows to {args.out} and {len(shift)} to {out_shift}")
 
 
+#: The repeated-splits record (stage ``splits``): the default and plain "rates" over several L/V/U splits.
+OUT_SPLITS = ROOT / "book" / "measured" / "interval_splits.csv"
+
+
+def collect_splits(args) -> None:
+    """Stage ``splits``: the ``run`` stage's per-sample rows of several work folders, one per split seed (``run
+    --seed s --work W_s``), scored per dataset over the splits (``capshift.uncertainty.split_scores``: the
+    oracle that does not know the split beside each split's own) into ``book/measured/interval_splits.csv``."""
+    import pandas as pd
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _recording import git_commit, machine, write_recording
+
+    from capshift.uncertainty import split_scores
+    frames, seeds, sizes, n_samples = [], [], set(), set()
+    for w in map(Path, args.works):
+        run_args = json.loads((w / "run.json").read_text())
+        seeds.append(run_args["seed"])
+        sizes.add(tuple(run_args["sizes"]))
+        n_samples.add(run_args["n_samples"])
+        for name in args.datasets:
+            files = sorted(w.glob(f"{name}_capshift*.parquet"))
+            if files:
+                frames += [pd.read_parquet(f).assign(split=run_args["seed"]) for f in files]
+    df = pd.concat(frames, ignore_index=True)
+    # a dataset counts only with every split done
+    done = df.groupby("dataset")["split"].nunique()
+    df = df[df["dataset"].isin(done[done == len(seeds)].index)]
+    names = list(dict.fromkeys(df["dataset"]))
+    scores = split_scores(df, 0.05, ["task", "method", "size", "measure"])
+    cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])
+    write_recording(args.out_splits, [
+        f"capshift: interval constructions over {len(seeds)} L/V/U splits (seeds {sorted(seeds)}) of {len(names)} "
+        f"offline datasets, LR, {n_samples.pop()} UPP samples of each size {list(sizes.pop())} per split, 95% "
+        f"intervals, accuracy and F1, per dataset over the splits (uncertainty.split_scores), measured {date.today()}",
+        f"command: {cmd} (after `run --seed s --work W_s --candidates rates rates-prevbins-floor` for each seed)",
+        f"commit {git_commit()}; machine: {machine()}"], scores.round(6))
+    print(f"wrote {len(scores)} rows ({len(names)} datasets, {len(seeds)} splits) to {args.out_splits}")
+
+
 def main(argv=None):
     sys.path.insert(0, str(ROOT / "lib"))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stage", choices=["run", "nannyml", "collect", "all"])
-    ap.add_argument("--work", required=True, help="folder of the intermediate files (a re-run reuses them)")
+    ap.add_argument("stage", choices=["run", "nannyml", "collect", "all", "splits"])
+    ap.add_argument("--work", help="folder of the intermediate files (a re-run reuses them)")
+    ap.add_argument("--works", nargs="+", default=None, help="stage splits: the work folders of the split seeds")
+    ap.add_argument("--out-splits", default=str(OUT_SPLITS))
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--datasets", nargs="+", default=None, help="default: the 23 offline LEAP datasets")
     ap.add_argument("--sizes", nargs="+", type=int, default=[100, 500])
@@ -235,6 +281,8 @@ def main(argv=None):
     ap.add_argument("--candidates", nargs="+", default=list(CANDIDATES), choices=list(CANDIDATES))
     ap.add_argument("--tag", default="", help="suffix of this run's files in --work (runs with other candidates)")
     args = ap.parse_args(argv)
+    if (args.stage == "splits") != (args.work is None) or (args.stage == "splits" and not args.works):
+        ap.error("stage splits takes --works (one folder per split seed); the other stages take --work")
     if args.datasets is None:
         if args.stage == "nannyml":
             args.datasets = json.loads((Path(args.work) / "run.json").read_text())["datasets"]
@@ -252,6 +300,8 @@ def main(argv=None):
                         *map(str, args.sizes), "--datasets", *args.datasets], check=True)
     if args.stage in ("collect", "all"):
         collect(args, time.perf_counter() - t0 if args.stage == "all" else None)
+    if args.stage == "splits":
+        collect_splits(args)
 
 
 if __name__ == "__main__":

@@ -547,3 +547,31 @@ def test_calibration_size_is_capped(gaussian_problem):
     assert exact.quantiles([big], "accuracy", 0.1)[0] < q_big and (600, "accuracy") in exact.calibration_
     with pytest.raises(ValueError, match="max_cal_size"):
         U.ConformalInterval(experiment.make_method("LEAP_ACC", h), scheme="rates", max_cal_size=1).fit(X_V, y_V)
+
+
+def test_split_scores_by_hand():
+    import pandas as pd
+    # one dataset, two splits of 2 samples, alpha = .5; split 0's errors +.1, +.1 (a bias), split 1's -.1, +.3
+    r = pd.DataFrame({"dataset": "a", "construction": "c", "task": "binary", "split": [0, 0, 1, 1],
+                      "true": [0.5, 0.5, 0.5, 0.5], "predicted": [0.6, 0.6, 0.4, 0.8],
+                      "lower": [0.45, 0.55, 0.3, 0.6], "upper": [0.75, 0.65, 0.45, 0.9]})
+    out = U.split_scores(r, alpha=0.5, by=["task"]).iloc[0]
+    # per split (dataset_scores' oracle): 2 * median(.1, .1) = .2 and 2 * median(.1, .3) = .4
+    assert out["oracle_split"] == pytest.approx(0.3)
+    # without the split: 2 * median(.1, .1, .1, .3) = .2
+    assert out["oracle"] == pytest.approx(0.2)
+    # covered: the first sample of split 0 only
+    assert out["C"] == 0.25 and out["worst_split_C"] == 0.0 and out["splits"] == 2 and out["n"] == 4
+    assert out["A"] == pytest.approx((0.3 + 0.1 + 0.15 + 0.3) / 4)
+    # squared split means .01 (x2) and .01 (x2) over squared errors .01 + .01 + .01 + .09
+    assert out["bias_share"] == pytest.approx(0.04 / 0.12)
+    assert out["AE"] == pytest.approx(0.15)
+    pooled = U.compare_constructions(U.split_scores(r, alpha=0.5, by=["task"]), by=["task"]).iloc[0]
+    assert pooled["ratio"] == pytest.approx(out["A"] / 0.2)
+    # no error at all: no bias share
+    exact = r.assign(predicted=r["true"])
+    assert U.split_scores(exact, alpha=0.5, by=["task"]).iloc[0]["bias_share"] == 0.0
+    with pytest.raises(ValueError, match="'split' column"):
+        U.split_scores(r.drop(columns="split"))
+    with pytest.raises(ValueError, match="alpha"):
+        U.split_scores(r, alpha=1.5)

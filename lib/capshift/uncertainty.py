@@ -41,7 +41,8 @@ from .tables import get_measure
 
 __all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval", "ConformalInterval", "interval_scores",
            "conformal_quantile", "evidence_interval", "acc_prevalence", "interval_experiment", "summarise_intervals",
-           "error_structure", "coverage_by_scale", "winkler_score", "dataset_scores", "compare_constructions", "KINDS", "SCHEMES", "SCORES", "FLOOR_DRAWS"]
+           "error_structure", "coverage_by_scale", "winkler_score", "dataset_scores", "split_scores", "compare_constructions", "KINDS", "SCHEMES", "SCORES",
+           "FLOOR_DRAWS"]
 
 
 def bootstrap_interval(estimator: CAPEstimator, X, alpha: float = 0.05, n_boot: int = 500, measure=None,
@@ -178,6 +179,47 @@ def dataset_scores(results, alpha: float = 0.05, by=("task", "method", "size", "
     return r.groupby(keys, sort=False).agg(
         C=("inside", "mean"), A=("width", "mean"), W=("W", "mean"), AE=("err", "mean"), n=("inside", "size"),
         oracle=("err", lambda e: 2 * float(np.quantile(e, 1 - a)))).reset_index()
+
+
+def split_scores(results, alpha: float = 0.05, by=("task", "method", "size", "measure")):
+    """:func:`dataset_scores` over repeated splits of each dataset into L, V and U: per dataset, ``construction``
+    and group of ``by``, the samples of every split pooled.
+
+    One split's samples share its V and its U, and so the discrepancy between h's class-conditional rates on the
+    two: a bias common to the split's samples, which an interval built from V alone cannot see and must cover
+    in both directions. The oracle of :func:`dataset_scores` (per split) knows that bias; the one here does not:
+    ``oracle`` is twice the 1-α quantile of the absolute errors of all the dataset's samples over its splits,
+    the narrowest interval around the point predictions that covers 1-α of them when the split is not known,
+    the width a construction that sees only V can reach. Also ``oracle_split`` (the mean over splits of each
+    split's own oracle, :func:`dataset_scores`' oracle), ``worst_split_C`` (the lowest coverage of one split),
+    ``bias_share`` (the share of the mean squared error that is each split's mean error: sum of the splits'
+    squared mean errors, each weighted by its samples, over the sum of squared errors; 0 when there is no error)
+    and ``splits``; ``C``, ``A``, ``W``, ``AE``, ``n`` as :func:`dataset_scores`, over all the splits' samples.
+
+    ``results``: :func:`dataset_scores`' rows with a ``split`` column (the seed of the split). Returns a DataFrame
+    that :func:`compare_constructions` accepts (its ``ratio`` is then the width over this oracle); raises
+    ValueError for missing columns or alpha outside (0, 1)."""
+    a = check_fraction(alpha, "alpha")
+    by = list(by)
+    if not hasattr(results, "columns") or "split" not in results.columns:
+        raise ValueError("results must have a 'split' column (the seed of each sample's L/V/U split)")
+    per_split = dataset_scores(results, a, by + ["split"])
+    err = results["predicted"] - results["true"]
+    keys = list(dict.fromkeys(by + ["construction", "dataset"]))
+    r = results.assign(err=err, sq=err ** 2)
+    split_mean = r.groupby(keys + ["split"], sort=False)["err"].transform("mean")
+    r = r.assign(bias_sq=split_mean ** 2)
+    pooled = dataset_scores(results, a, by).set_index(keys)
+    g = r.groupby(keys, sort=False)
+    sq, bias_sq = g["sq"].sum(), g["bias_sq"].sum()
+    pooled["bias_share"] = (bias_sq / sq.where(sq > 0, 1.0)).where(sq > 0, 0.0)
+    s = per_split.groupby(keys, sort=False)
+    weights = per_split.assign(wo=per_split["oracle"] * per_split["n"]).groupby(keys, sort=False)
+    pooled["oracle_split"] = weights["wo"].sum() / weights["n"].sum()
+    pooled["worst_split_C"] = s["C"].min()
+    pooled["splits"] = s["C"].size()
+    return pooled.reset_index()[keys + ["C", "A", "W", "AE", "n", "oracle", "oracle_split", "worst_split_C",
+                                       "bias_share", "splits"]]
 
 
 def compare_constructions(scores, by=("task", "method", "size", "measure")):
