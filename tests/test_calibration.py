@@ -2,6 +2,7 @@
 and its RLLS weights. The CBPE variants built on them are tested in test_baselines.py."""
 import linecache
 import pickle
+import re
 import warnings
 
 import abstention.label_shift
@@ -785,3 +786,84 @@ def test_bcts_floor_search_skips_failures_and_keeps_the_first_of_equals(monkeypa
     np.testing.assert_array_equal(floors, candidates)
     assert bcts.bcts_ and bcts.floor_ == candidates[1]
     np.testing.assert_array_equal(bcts.prior_, [0.5, 0.5])
+
+
+# -- LasCal's argument checks: each argument named in its message ----------------------------------------------------
+def test_lascal_bad_input_names_the_argument():
+    t = np.array([0.2, 0.4, 0.6, 0.8])
+    P = np.column_stack([1 - t, t])
+    y, w = [0, 1, 0, 1], [1.0, 1.0]
+    for f in (calibration.lascal_calibration_error, calibration.lascal_temperature):
+        with pytest.raises(ValueError, match=r"^P_val must be a probability distribution"):
+            f([[0.5, 0.6]] * 4, y, P, w)
+        with pytest.raises(ValueError, match=r"^y_val has labels \[2\] outside"):
+            f(P, [0, 1, 2, 1], P, w)
+        for bad in ([0, 1, 0], [0, 1, 0, 1, 1]):
+            with pytest.raises(ValueError, match=r"^y_val must have one label per item: expected shape \(4,\)"):
+                f(P, bad, P, w)
+        with pytest.raises(ValueError, match=r"^P must have shape \(\.\.\., 2\)"):
+            f(P, y, np.full((4, 3), 1 / 3), [1.0, 1.0, 1.0])
+        with pytest.raises(ValueError, match=r"^P must be a probability distribution"):
+            f(P, y, [[0.5, 0.6]], w)
+        with pytest.raises(ValueError, match=r"^weights contains NaN or infinite values$"):
+            f(P, y, P, [1.0, np.nan])
+        with pytest.raises(ValueError, match=r"^weights must be 1-d, got shape \(1, 2\)$"):
+            f(P, y, P, [[1.0, 1.0]])
+        # three weights for two classes (none negative), and a negative weight
+        for bad in ([1.0, 1.0, 1.0], [1.5, -0.5]):
+            with pytest.raises(ValueError, match=r"^weights must be 2 non-negative importance weights "
+                                                 r"p_U\(y\)/p_V\(y\), got \["):
+                f(P, y, P, bad)
+        with pytest.raises(ValueError, match=r"^n_bins must be >= 1, got 0$"):
+            f(P, y, P, w, n_bins=0)
+        for p in (0.5, np.inf, np.nan, "2"):
+            with pytest.raises(ValueError, match=r"^p must be a number >= 1 \(the L_p norm of the calibration "
+                                                 rf"error\), got {re.escape(repr(p))}$"):
+                f(P, y, P, w, p=p)
+    with pytest.raises(ValueError, match=r"^n_bins must be >= 1, got 0$"):
+        calibration.classwise_calibration_error(P, y, n_bins=0)
+    message = r"^temperatures must be a non-empty 1-d array of positive values$"
+    for bad in ([], [1.0, 0.0], [0.0, 1.0], [2.0, -1.0]):
+        with pytest.raises(ValueError, match=message):
+            calibration.lascal_temperature(P, y, P, w, temperatures=bad)
+    with pytest.raises(ValueError, match=r"^temperatures contains NaN or infinite values$"):
+        calibration.lascal_temperature(P, y, P, w, temperatures=[1.0, np.nan])
+    with pytest.raises(ValueError, match=r"^temperatures must be 1-d, got shape \(1, 2\)$"):
+        calibration.lascal_temperature(P, y, P, w, temperatures=[[1.0, 2.0]])
+
+
+# -- the lockstep bounded search: scipy's evaluated points, one by one ----------------------------------------------
+def _scipy_bounded_points(f, lo, hi, **options):
+    """The points scipy's minimize_scalar(method="bounded") evaluates f at, in order, and its (x, fun)."""
+    points = []
+    res = minimize_scalar(lambda u: (points.append(u), f(u))[1], bounds=(lo, hi), method="bounded", options=options)
+    return points, res.x, res.fun
+
+
+@pytest.mark.parametrize("xatol", [1e-4, 0.0])
+def test_fminbound_many_evaluates_scipys_points(xatol):
+    # each function of the stack is evaluated at scipy's points in scipy's order, and the search ends at scipy's
+    # (x, f(x)), floats: V-shapes and parabolas whose minimum lies inside, on a bound or between the golden points,
+    # a degenerate interval, a stepped function (equal values: ties), integer-valued functions and integer bounds
+    # (as scipy accepts them); with xatol = 0 the searches around x = 0 run to the budget (500 evaluations). Every
+    # step is taken without numpy's warnings (parabolic fits through equal values divide 0 by 0).
+    problems = [(lambda u: abs(u), 0, 1), (lambda u: u * u, -1, 2), (lambda u: abs(u), -1, 2),
+                (lambda u: (u - 0.3) ** 2, 0, 1), (lambda u: abs(u), 0, 0), (lambda u: abs(u), -1, 0),
+                (lambda u: int(np.floor(4 * u) ** 2), -2, 1), (lambda u: abs(u + 0.7), -2, 1)]
+    integer_valued = [(lambda u: int(np.floor(4 * u) ** 2), -2, 1), (lambda u: int(abs(round(3 * u - 1))), -1, 2)]
+    for stack in (problems, integer_valued):
+        points = [[] for _ in stack]
+
+        def func(x, idx):
+            for u, i in zip(x, idx):
+                points[i].append(u)
+            return np.array([stack[i][0](u) for u, i in zip(x, idx)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            x, fx = calibration._fminbound_many(func, [lo for _, lo, _ in stack], [hi for _, _, hi in stack],
+                                                xatol=xatol)
+        assert x.dtype == fx.dtype == np.float64
+        for i, (f, lo, hi) in enumerate(stack):
+            assert (points[i], x[i], fx[i]) == _scipy_bounded_points(f, lo, hi, xatol=xatol), i
+    if xatol == 0.0:
+        assert len(_scipy_bounded_points(abs, -1, 0, xatol=0.0)[0]) == 500  # scipy's default budget, reached

@@ -50,8 +50,9 @@ from ._kdey import KDEY_BACKENDS, KDEyEvaluator, check_kdey_backend
 from .validation import (ATOL, InsufficientEvidenceWarning, check_class_evidence, check_classifier, check_distribution,
                           check_every_class, check_fitted, check_fraction, check_int, check_labels, check_seed, check_X)
 
-__all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "COVARIATE_QUANTIFIERS", "MAX_FIT_ITEMS", "MIN_FIT_PER_CLASS", "Quantifier", "SharedQuantifier", "digest",
-           "make_quantifier", "fitted_quantifier", "check_prevalence", "resolve_quantifier"]
+__all__ = ["KDEY_BACKENDS", "QUANTIFIERS", "COVARIATE_QUANTIFIERS", "MAX_FIT_ITEMS", "MIN_FIT_PER_CLASS", "Quantifier",
+           "SharedQuantifier", "digest", "make_quantifier", "fitted_quantifier", "check_prevalence",
+           "resolve_quantifier"]
 
 QUANTIFIERS = ("acc", "kdey", "kdey-h", "cc", "sld", "oracle")
 #: The named quantifiers that read nothing of the classifier h: KDEy-ML on its surrogate MLP (trained on the
