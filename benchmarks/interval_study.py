@@ -10,7 +10,8 @@ Usage (from the repository root)::
 Over several L/V/U splits (the split is drawn from ``--seed``; ``collect_splits``)::
 
     for s in 0 1 2 3 4; do PYTHONPATH=lib .venv/bin/python benchmarks/interval_study.py run --seed $s \
-        --work $TMPDIR/iv/s$s --candidates rates rates-prevbins-floor; done
+        --work $TMPDIR/iv/s$s --candidates rates rates-prevbins-floor \
+        rates-prevbins-union; done
     PYTHONPATH=lib .venv/bin/python benchmarks/interval_study.py splits --works $TMPDIR/iv/s*
 
 Stage ``run`` (capshift's venv), per dataset (joblib, ``--n-jobs`` processes, one BLAS thread each): the LEAP
@@ -61,6 +62,7 @@ CANDIDATES = {
     "rates-floor": ("rates", False, 1, "absolute", True, "predicted"),
     "rates-both-floor": ("rates", False, 1, "both", True, "predicted"),
     "rates-prevbins-floor": ("rates", False, 4, "absolute", True, "prevalence"),
+    "rates-prevbins-union": ("rates", False, 4, "absolute", "union", "prevalence"),
 }
 
 
@@ -259,7 +261,7 @@ def collect_splits(args) -> None:
         f"capshift: interval constructions over {len(seeds)} L/V/U splits (seeds {sorted(seeds)}) of {len(names)} "
         f"offline datasets, LR, {n_samples.pop()} UPP samples of each size {list(sizes.pop())} per split, 95% "
         f"intervals, accuracy and F1, per dataset over the splits (uncertainty.split_scores), measured {date.today()}",
-        f"command: {cmd} (after `run --seed s --work W_s --candidates rates rates-prevbins-floor` for each seed)",
+        f"command: {cmd} (after `run --seed s --work W_s` for each seed)",
         f"commit {git_commit()}; machine: {machine()}"], scores.round(6))
     print(f"wrote {len(scores)} rows ({len(names)} datasets, {len(seeds)} splits) to {args.out_splits}")
 

@@ -575,3 +575,25 @@ def test_split_scores_by_hand():
         U.split_scores(r.drop(columns="split"))
     with pytest.raises(ValueError, match="alpha"):
         U.split_scores(r, alpha=1.5)
+
+
+def test_union_floor_contains_the_evidence_interval(gaussian_problem):
+    # floor="union": the reach floor's interval, extended to contain the evidence interval itself, and no more
+    from capshift.conformal import acc_prevalence, evidence_interval
+    h, X_V, y_V, X_U, y_U = gaussian_problem
+    ci = U.ConformalInterval(experiment.make_method("LEAP_ACC", h), scheme="rates", n_splits=2, n_cal=40,
+                             random_state=0).fit(X_V, y_V)
+    samples = [X_U[:100], X_U[100:400]]
+    # point predictions placed off the evidence's centre, below and above it
+    point = np.array([0.5, 0.97])
+    reach = ci.with_options(False, floor=True).bounds(samples, point, "accuracy", 0.05)
+    union = ci.with_options(False, floor="union").bounds(samples, point, "accuracy", 0.05)
+    for i, X in enumerate(samples):
+        g = np.bincount(h.predict(X), minlength=2) / len(X)
+        lo, hi = evidence_interval(ci.val_counts_, acc_prevalence(ci.val_counts_, g), len(X), 0.05, "accuracy")[:2]
+        assert union[i, 0] == pytest.approx(max(min(reach[i, 0], lo), 0.0))
+        assert union[i, 1] == pytest.approx(min(max(reach[i, 1], hi), 1.0))
+    assert union[0, 1] > reach[0, 1] and union[1, 0] < reach[1, 0]  # each reaches back to the evidence
+    assert ci.with_options(False, floor="union").floor == "union"
+    with pytest.raises(TypeError, match='True, False or "union"'):
+        ci.with_options(False, floor="Union")

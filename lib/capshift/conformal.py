@@ -165,12 +165,17 @@ class ConformalInterval(BaseEstimator):
         intervals (half-width the larger of ``q`` and ``q' s``): it covers whenever either does, so it keeps
         the studentised interval's gain where the method's error grows with the evidence scale (DoC on
         ionosphere in the uncertainty chapter) and the absolute one's where it does not (DoC on wdbc).
-    floor : bool
-        Widen the interval, below and above separately, to at least the reach of the finite-evidence interval
-        (:func:`evidence_interval` with h's rates on all of V, the sample's ACC prevalence and size, the same
-        α) from its plug-in value (default False). The conformal residuals only see errors that h makes on V:
-        a classifier errorless on V gives zero residuals and a zero-width interval, while 0 errors in ``n_i``
-        items of class i leave error rates up to about 2.5/``n_i`` plausible; the floor keeps them.
+    floor : bool or "union"
+        True: widen the interval, below and above separately, to at least the reach of the finite-evidence
+        interval (:func:`evidence_interval` with h's rates on all of V, the sample's ACC prevalence and size, the
+        same α) from its plug-in value (default False). The conformal residuals only see errors that h makes on
+        V: a classifier errorless on V gives zero residuals and a zero-width interval, while 0 errors in ``n_i``
+        items of class i leave error rates up to about 2.5/``n_i`` plausible; the floor keeps them. "union":
+        the same, then extended to contain the evidence interval itself, so that the interval covers wherever
+        either the conformal interval or the evidence interval does. The reach alone is placed around the
+        method's prediction, which can sit off the evidence's centre (on a classifier errorless on V and U every
+        sample's accuracy is exactly 1, while a LEAP estimate may be 0.998: the reach then adds nothing, and
+        the interval misses 1 by a hair on every sample); the union reaches 1.
     bin_by : {"predicted", "prevalence"}
         The shift proxy of the Mondrian ``bins`` (default "predicted").
     max_cal_size : int or None
@@ -197,7 +202,7 @@ class ConformalInterval(BaseEstimator):
 
     def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
                  scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
-                 bins: int = 1, score: str = "absolute", floor: bool = False, bin_by: str = "predicted",
+                 bins: int = 1, score: str = "absolute", floor=False, bin_by: str = "predicted",
                  max_cal_size=MAX_CAL_SIZE, random_state: int = 0):
         self.estimator = estimator
         self.cal_fraction = cal_fraction
@@ -312,11 +317,11 @@ class ConformalInterval(BaseEstimator):
     def _check_score_options(score, floor):
         if score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {score!r}")
-        if not isinstance(floor, (bool, np.bool_)):
-            raise TypeError(f"floor must be True or False, got {floor!r}")
+        if not (isinstance(floor, (bool, np.bool_)) or (isinstance(floor, str) and floor == "union")):
+            raise TypeError(f"floor must be True, False or \"union\", got {floor!r}")
 
     def with_options(self, pool_correction: bool, bins: int = 1, score: str = "absolute",
-                     floor: bool = False, bin_by: str = "predicted") -> "ConformalInterval":
+                     floor=False, bin_by: str = "predicted") -> "ConformalInterval":
         """A copy sharing this fitted calibrator's fits and calibration samples, with ``pool_correction``,
         ``bins``, ``score``, ``floor`` and ``bin_by`` set."""
         check_fitted(self, ["folds_"])
@@ -325,7 +330,7 @@ class ConformalInterval(BaseEstimator):
         other = copy.copy(self)
         other.bin_by = bin_by
         other.pool_correction, other.bins = bool(pool_correction), check_int(bins, "bins")
-        other.score, other.floor = score, bool(floor)
+        other.score, other.floor = score, floor if isinstance(floor, str) else bool(floor)
         other.scale_ = other._pool_scale(*self.part_sizes_)
         return other
 
@@ -498,7 +503,8 @@ class ConformalInterval(BaseEstimator):
     def bounds(self, samples, point, measure, alpha: float) -> np.ndarray:
         """Intervals (k, 2), lower and upper, around the point predictions ``point`` (k,) of validated
         ``samples``: ``point ± q`` (:meth:`quantiles`), with ``floor`` each side widened to at least the
-        reach of :func:`evidence_interval` (h's rates on V) from its plug-in value; clipped to [0, 1]."""
+        reach of :func:`evidence_interval` (h's rates on V) from its plug-in value, and with ``floor="union"``
+        to contain that interval itself; clipped to [0, 1]."""
         q, gammas = self._half_widths(samples, measure, alpha)
         point = np.asarray(point, dtype=float)
         below, above = q.copy(), q.copy()
@@ -508,6 +514,8 @@ class ConformalInterval(BaseEstimator):
                 lo, hi, c = _evidence(self.val_counts_, acc_prevalence(self.val_counts_, g), X.shape[0], alpha,
                                       measure, FLOOR_DRAWS, seed)[:3]
                 below[i], above[i] = max(below[i], c - lo), max(above[i], hi - c)
+                if isinstance(self.floor, str):  # "union": contain the evidence interval too
+                    below[i], above[i] = max(below[i], point[i] - lo), max(above[i], hi - point[i])
         return np.clip(np.stack([point - below, point + above], axis=1), 0.0, 1.0)
 
     def predict(self, X, measure=None) -> float:
