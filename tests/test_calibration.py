@@ -840,16 +840,20 @@ def _scipy_bounded_points(f, lo, hi, **options):
     return points, res.x, res.fun
 
 
-@pytest.mark.parametrize("xatol", [1e-4, 0.0])
+@pytest.mark.parametrize("xatol", [1e-4, 0.0, 0.01, 0.1])
 def test_fminbound_many_evaluates_scipys_points(xatol):
     # each function of the stack is evaluated at scipy's points in scipy's order, and the search ends at scipy's
     # (x, f(x)), floats: V-shapes and parabolas whose minimum lies inside, on a bound or between the golden points,
-    # a degenerate interval, a stepped function (equal values: ties), integer-valued functions and integer bounds
-    # (as scipy accepts them); with xatol = 0 the searches around x = 0 run to the budget (500 evaluations). Every
-    # step is taken without numpy's warnings (parabolic fits through equal values divide 0 by 0).
+    # a degenerate interval, stepped and clipped functions (equal values: ties, parabolic fits on the edge of
+    # acceptance), integer-valued functions and integer bounds (as scipy accepts them); with xatol = 0 the searches
+    # around x = 0 run to the budget (500 evaluations). Every step is taken without numpy's warnings (parabolic fits
+    # through equal values divide 0 by 0). scipy's bounded search is plain IEEE arithmetic (+, *, /, sqrt), so the
+    # lockstep search gives its points bit for bit on any machine.
     problems = [(lambda u: abs(u), 0, 1), (lambda u: u * u, -1, 2), (lambda u: abs(u), -1, 2),
                 (lambda u: (u - 0.3) ** 2, 0, 1), (lambda u: abs(u), 0, 0), (lambda u: abs(u), -1, 0),
-                (lambda u: int(np.floor(4 * u) ** 2), -2, 1), (lambda u: abs(u + 0.7), -2, 1)]
+                (lambda u: int(np.floor(4 * u) ** 2), -2, 1), (lambda u: abs(u + 0.7), -2, 1),
+                (lambda u: min((u + 0.4) ** 2, 0.05), -1, 1),
+                (lambda u: float(np.round((u - 0.925) * 4) ** 2), -2, 0.5)]
     integer_valued = [(lambda u: int(np.floor(4 * u) ** 2), -2, 1), (lambda u: int(abs(round(3 * u - 1))), -1, 2)]
     for stack in (problems, integer_valued):
         points = [[] for _ in stack]
@@ -867,3 +871,130 @@ def test_fminbound_many_evaluates_scipys_points(xatol):
             assert (points[i], x[i], fx[i]) == _scipy_bounded_points(f, lo, hi, xatol=xatol), i
     if xatol == 0.0:
         assert len(_scipy_bounded_points(abs, -1, 0, xatol=0.0)[0]) == 500  # scipy's default budget, reached
+
+
+# -- LasCal's estimate with a pair and a single-item bin, and LasCalLoss against it -----------------------------------
+def test_lascal_calibration_error_with_a_pair_and_a_single_item_bin():
+    P, y = _two_bins()
+    # V = the target with its labels, w = (1, 2). Class 1: target bins (.2, .6] = {.4, .6} (m_b = 2) and
+    # (.6, .8] = {.8} (m_b = 1: adds 0); V's class-1 items .4 and .8 put pos = (1, 1), so
+    # c_0 = 2 * (1/4) * 3/1 = 1.5 and the estimate is ((.4 - 1.5)^2 + (.6 - 1.5)^2) / 4 = .505. Class 0 is the
+    # mirror image with w = 1: c_0 = .75, ((.6 - .75)^2 + (.4 - .75)^2) / 4 = .03625.
+    ce = calibration.lascal_calibration_error(P, y, P, [1.0, 2.0], n_bins=2)
+    np.testing.assert_allclose(ce, [0.03625, 0.505], rtol=1e-12)
+
+
+def test_lascal_loss_is_the_one_temperature_at_a_time_loss_for_every_size():
+    # LasCalLoss interpolates the equal-mass edges row by row (np.interp of _adaptive_edges) and counts the items
+    # per bin in a narrow integer type: for sample sizes m from 1 to 22 (an edge between the last two sorted scores
+    # when 15 < m < 30 with 15 bins, or m = 3 with 2 bins) and 1, 2, 3 or 15 bins, its losses on the grid and at one
+    # temperature per sample are the mean of lascal_calibration_error at that temperature
+    rng = np.random.default_rng(21)
+    n, n_v, grid = 3, 40, np.array([0.5, 1.0, 2.5])
+    P_val, y_val = rng.dirichlet(np.full(n, 0.8), size=n_v), rng.integers(0, n, n_v)
+    for n_bins in (1, 2, 3, 15):
+        loss = calibration.LasCalLoss(P_val, y_val, n_bins, 2, grid)
+        for m in (1, 2, 3, 4, 5, 8, 17, 22):
+            P = rng.dirichlet(np.full(n, 0.8), size=(2, m))
+            w = rng.uniform(0.2, 2.0, (2, n))
+            expected = [[float(np.mean(calibration.lascal_calibration_error(
+                calibration.temperature_scale(P_val, T), y_val, calibration.temperature_scale(P[i], T), w[i],
+                n_bins=n_bins))) for T in grid] for i in range(2)]
+            # two routes to the same sums: equal up to the order of a floating-point sum on another CPU
+            np.testing.assert_allclose(loss.losses(np.log(P), w), expected, rtol=1e-12, atol=1e-15,
+                                       err_msg=f"{n_bins} bins, m = {m}")
+            np.testing.assert_allclose(loss.losses(np.log(P), w, grid[[2, 0]]), [expected[0][2], expected[1][0]],
+                                       rtol=1e-12, atol=1e-15, err_msg=f"{n_bins} bins, m = {m}")
+
+
+def test_lascal_loss_pickles_without_its_grid_table():
+    # V's side at the grid's temperatures is rebuilt on demand, not pickled: the copy gives the same losses (==)
+    rng = np.random.default_rng(22)
+    P_val, y_val = rng.dirichlet(np.ones(3), size=30), rng.integers(0, 3, 30)
+    loss = calibration.LasCalLoss(P_val, y_val, 15, 2, calibration.LASCAL_TEMPERATURES)
+    L, w = np.log(rng.dirichlet(np.ones(3), size=(2, 20))), np.array([[0.5, 1.0, 1.5], [1.0, 1.0, 1.0]])
+    before = loss.losses(L, w)
+    state = loss.__getstate__()
+    assert state.keys() == loss.__dict__.keys() and state["_grid_val"] is None and loss._grid_val is not None
+    again = pickle.loads(pickle.dumps(loss))
+    assert again._grid_val is None
+    np.testing.assert_array_equal(again.losses(L, w), before)
+    np.testing.assert_array_equal(again._grid_val, loss._grid_val)
+
+
+def test_lascal_loss_chunks_hold_as_many_samples_as_chunk_allows(monkeypatch):
+    # LasCalLoss.losses splits a stack into chunks of CHUNK elements per temporary: K temperatures x n classes x
+    # max(m, |V| at one temperature per sample, whose V side is |V| wide) per sample, as many whole samples as fit
+    # (at least one); the chunks run over the samples once, in order, and give the losses of one chunk (==).
+    # Here G = 3, n = 2, m = 1 item per sample, |V| = 6: 6 elements per sample on the grid, 12 at one temperature.
+    rng = np.random.default_rng(23)
+    P_val, y_val = rng.dirichlet(np.ones(2), size=6), np.array([0, 1, 0, 1, 1, 0])
+    L, w = np.log(rng.dirichlet(np.ones(2), size=(7, 1))), rng.uniform(0.5, 1.5, (7, 2))
+    Ts = np.array([0.5, 1.0, 2.0, 3.0, 0.7, 1.3, 4.0])
+    loss = calibration.LasCalLoss(P_val, y_val, 15, 2, np.array([0.5, 1.0, 2.0]))
+    whole = loss.losses(L, w), loss.losses(L, w, Ts)
+    chunks = []
+    original = calibration.LasCalLoss._losses
+    monkeypatch.setattr(calibration.LasCalLoss, "_losses", lambda self, L, w, T, on_grid: (
+        chunks.append((len(L), T.shape[1])), original(self, L, w, T, on_grid))[1])
+    for chunk, on_grid, at_Ts in ((25, [(4, 3), (3, 3)], [(2, 1)] * 3 + [(1, 1)]), (1, [(1, 3)] * 7, [(1, 1)] * 7)):
+        loss.CHUNK = chunk
+        chunks.clear()
+        assert loss.losses(L, w).tolist() == whole[0].tolist() and chunks == on_grid, chunk
+        chunks.clear()
+        assert loss.losses(L, w, Ts).tolist() == whole[1].tolist() and chunks == at_Ts, chunk
+
+
+def test_short_rows_of_a_vector_are_summed_and_maximised():
+    for v in (np.array([3.0, -1.0, 2.5]), np.arange(12.0)):
+        assert calibration._row_sum(v).tolist() == [v.sum()] and calibration._row_max(v).tolist() == [v.max()]
+
+
+# -- LasCal's temperature where it cannot matter, and its search ----------------------------------------------------
+def test_lascal_temperature_of_rows_uniform_on_supports_of_different_sizes_is_one():
+    # rows uniform on their support (here of 1, 2 and 3 classes: maxima 1, 1/2 and 1/3) do not change with T, so
+    # T = 1, with the loss at T = 1 (V's side, which does change with T, would pull a search elsewhere)
+    rng = np.random.default_rng(24)
+    P_val, y_val = rng.dirichlet(np.ones(3), size=60), rng.integers(0, 3, 60)
+    P = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3], [0.0, 0.5, 0.5], [0.0, 0.0, 1.0]] * 4)
+    w = np.array([0.5, 1.0, 1.5])
+    expected = float(np.mean(calibration.lascal_calibration_error(P_val, y_val, P, w)))
+    T, value = calibration.lascal_temperature(P_val, y_val, P, w)
+    assert T == 1.0 and value == pytest.approx(expected, rel=1e-12)
+    grid_losses = calibration.LasCalLoss(P_val, y_val, 15, 2, calibration.LASCAL_TEMPERATURES).losses(
+        calibration._log_posteriors(P)[None], w[None])
+    assert np.ptp(grid_losses) > 0 and 1.0 not in calibration.LASCAL_TEMPERATURES  # a search would not give 1
+
+
+def test_lascal_temperature_of_a_loss_constant_on_a_two_value_grid_is_one():
+    # one target item lies on its bins' lowest edge, in no bin: the loss is 0 at every temperature, T = 1
+    rng = np.random.default_rng(25)
+    P_val, y_val = rng.dirichlet(np.ones(3), size=30), rng.integers(0, 3, 30)
+    P = np.array([[0.2, 0.3, 0.5]])
+    assert calibration.lascal_temperature(P_val, y_val, P, [1.0, 1.0, 1.0], temperatures=[2.0, 3.0]) == (1.0, 0.0)
+
+
+def test_lascal_temperature_on_a_one_value_grid_is_not_searched(monkeypatch):
+    # the neighbours of a one-value grid's only value are that value: no interval to search, one loss evaluation
+    rng = np.random.default_rng(3)
+    P_val, P = rng.dirichlet(np.ones(3), size=60), rng.dirichlet(np.ones(3), size=20)
+    y_val, w = rng.integers(0, 3, 60), np.array([0.5, 1.0, 1.5])
+    searched = []
+    monkeypatch.setattr(calibration, "_fminbound_many", lambda *args, **kw: searched.append(args))
+    T, _ = calibration.lascal_temperature(P_val, y_val, P, w, temperatures=[0.3])
+    assert T == 0.3 and searched == []
+
+
+def test_lascal_temperature_keeps_the_grid_value_on_a_tie_with_the_search():
+    # 10 target items of distinct scores and 15 bins: every bin holds at most one item and the loss is 0, except at
+    # the lowest temperatures, where scores round to exactly 1 (ties: bins of two items). The first grid temperature of
+    # loss 0 is the best; the search between its neighbours reaches loss 0 too: on a tie the grid's value is kept
+    t = np.array([0.142, 0.457, 0.005, 0.08, 0.96, 0.002, 0.81, 0.02, 0.331, 0.813])
+    v = np.array([0.05, 0.05, 0.05, 0.95, 0.95, 0.95, 0.95, 0.95, 0.05, 0.05, 0.95, 0.05, 0.05, 0.05, 0.95])
+    P, P_val = np.column_stack([1 - t, t]), np.column_stack([1 - v, v])
+    y_val, w = np.array([1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0]), np.array([1.5, 0.4])
+    grid = calibration.LASCAL_TEMPERATURES
+    grid_losses = calibration.LasCalLoss(P_val, y_val, 15, 2, grid).losses(np.log(P)[None], w[None])[0]
+    k = int(np.argmin(grid_losses))
+    assert grid_losses[k] == 0.0 and grid_losses[0] > 0.0 and (grid_losses[k:] == 0.0).all()
+    assert calibration.lascal_temperature(P_val, y_val, P, w) == (float(grid[k]), 0.0)
