@@ -43,7 +43,7 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 from .validation import check_fitted, check_fraction, check_int, check_labels, check_seed, check_X
 from .protocols import upp_indices
 from .quantifiers import Quantifier
-from .tables import contingency_table, get_measure
+from .tables import MEASURES, contingency_table, get_measure
 
 __all__ = ["ConformalInterval", "conformal_quantile", "evidence_interval", "acc_prevalence", "unfitted_copy", "BIN_BY",
            "RATES_INTERVALS", "MC_INTERVALS",
@@ -261,6 +261,7 @@ class ConformalInterval(BaseEstimator):
         if self.scheme == "rates":
             halves = [tuple(train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
                                              random_state=(seed + 7919 * (j + 1)) % 2**32)) for j in range(k)]
+            _check_parts(halves, y_val, n, ("first half", "second half"))
             self.half_counts_ = [(_counts(y_val[a], pred[a], n), _counts(y_val[b], pred[b], n)) for a, b in halves]
             self.part_sizes_ = (len(halves[0][0]), len(halves[0][1]))
             self.folds_ = []
@@ -276,9 +277,11 @@ class ConformalInterval(BaseEstimator):
             fit_idx, cal_idx = train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
                                                 random_state=seed)
             parts = [(fit_idx, cal_idx)]
+            _check_parts(parts, y_val, n, ("fit part", "calibration part"))
         elif self.scheme == "mc":
             parts = [tuple(train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
                                             random_state=(seed + 7919 * (j + 1)) % 2**32)) for j in range(k)]
+            _check_parts(parts, y_val, n, ("fit part", "calibration part"))
         elif self.scheme == "cv":
             if counts.min() < 2 * k:
                 raise ValueError(f"n_splits={k} folds need at least {2 * k} items of every class in y_val, got "
@@ -356,7 +359,7 @@ class ConformalInterval(BaseEstimator):
         prevalence, the shift proxy ``dist`` (L1 distance between the sample's and the fit part's fractions
         of h's predictions), the split ``fold`` it comes from and its fractions of h's predictions ``gamma``;
         with ``score="studentised"``, ``scale`` is added on first use."""
-        key = (size, measure if isinstance(measure, str) else getattr(measure, "__name__", repr(measure)))
+        key = (size, _measure_key(measure))
         if key not in self.calibration_ and self.scheme == "rates":
             self.calibration_[key] = self._rates_calibration(size, measure)
         if key not in self.calibration_:
@@ -538,6 +541,29 @@ class ConformalInterval(BaseEstimator):
         samples = [check_X(X, f"samples[{i}]") for i, X in enumerate(samples)]
         point = np.asarray(self.estimator_.predict_batch(samples, measure), dtype=float)
         return self.bounds(samples, point, measure, alpha)
+
+
+def _measure_key(measure):
+    """The calibration cache's key of a measure: its name for a name or a measure of capshift.tables (the function
+    ``accuracy`` and "accuracy" share one calibration), else the callable itself (two lambdas share a __name__,
+    not a calibration)."""
+    if isinstance(measure, str):
+        return measure
+    name = getattr(measure, "__name__", None)
+    if isinstance(name, str) and name.lower() in MEASURES and get_measure(name) is measure:
+        return name
+    return measure
+
+
+def _check_parts(parts, y, n: int, names) -> None:
+    """ValueError naming the split and the part of V (a pair of index arrays per split) that lacks a class: its
+    calibration samples, or the method's fit, need every class."""
+    for j, pair in enumerate(parts):
+        for name, idx in zip(names, pair):
+            missing = np.flatnonzero(np.bincount(y[idx], minlength=n) == 0)
+            if len(missing):
+                raise ValueError(f"the {name} of split {j} of V has no item of class(es) {missing.tolist()}: use a "
+                                 "larger V or a smaller cal_fraction")
 
 
 def _fractions(pred, n: int) -> np.ndarray:
