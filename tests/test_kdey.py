@@ -254,6 +254,9 @@ def test_log_densities_far_from_every_centre_keep_their_ratio_silently():
     np.testing.assert_allclose(ours[:2], expected, rtol=1e-13)
     assert ours[1, 1] == pytest.approx(-1250 - half_log_2pi, rel=1e-13)
     assert np.all(ours[2] == -np.inf)
+    # near a centre, a class e^-780 below the nearest is 0 too (x = 0.5: e^-0.125 from 0, e^-780.1 from 40)
+    near = KDEyEvaluator(_HandKDEy([[0.0], [40.0]])).log_densities(np.array([[0.5]]))
+    assert near[0, 0] == pytest.approx(-0.125 - half_log_2pi, rel=1e-13) and near[1, 0] == -np.inf
 
 
 def test_log_densities_of_a_sample_larger_than_one_chunk():
@@ -261,7 +264,8 @@ def test_log_densities_of_a_sample_larger_than_one_chunk():
     A, B = np.linspace(0.0, 1.0, 2500), np.linspace(0.5, 1.5, 2500)
     X = np.linspace(-0.2, 1.7, 450)[:, None]
     ours = KDEyEvaluator(_HandKDEy([A, B], h=0.1)).log_densities(X)
-    ref = np.array([[_closed_form_log_density(x, V, 0.1) for x in X] for V in (A, B)])
+    ref = [logsumexp(-(X - V) ** 2 / (2 * 0.1 ** 2), axis=1) - np.log(len(V)) - 0.5 * np.log(2 * np.pi * 0.1 ** 2)
+           for V in (A, B)]
     np.testing.assert_allclose(ours, ref, atol=1e-10, rtol=0)
 
 
@@ -302,9 +306,18 @@ def test_objective_form_switches_where_quapys_does(n, kernel, log_space):
     assert np.all(p[2:] == 0)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: every density underflows to 0 (density form): EM divides 0 by 0 and "
-                                       "the estimate is nan; QuaPy's objective is flat there and it returns uniform")
+def test_log_space_offset_is_per_item():
+    # QuaPy's log-space objective smooths p by (p + eps) / (1 + n eps): an offset eps times each item's summed
+    # densities (relative to its largest). The items 0, 60, 0 of the test above 3,000 times over, 30 classes: each
+    # item has one class of relative density 1 and the others below e^-50, so n0 / (p0 + eps) = n1 / (p1 + eps),
+    # p0 = 2/3 (1 + 2 eps) - eps
+    ev = KDEyEvaluator(_HandKDEy([[0.0], [10.0]] + [[1000.0 * i] for i in range(2, 30)]))
+    p = ev.aggregate(np.tile([[0.0], [60.0], [0.0]], (3_000, 1)))
+    np.testing.assert_allclose(p[:2], [2 / 3 + 1e-12 / 3, 1 / 3 - 1e-12 / 3], rtol=0, atol=1e-11)
+
+
 def test_sample_whose_densities_all_underflow_gets_quapys_uniform_estimate():
+    # found by the mutation review: EM divided 0 by 0 and the estimate was nan (with a RuntimeWarning)
     ev = KDEyEvaluator(_HandKDEy([[0.0], [10.0]]))
     np.testing.assert_allclose(ev.aggregate(np.array([[60.0]])), [0.5, 0.5])
 
@@ -326,3 +339,97 @@ def test_density_without_metric_attribute_is_read_as_euclidean():
     hand.mix_densities[1] = SimpleNamespace(kernel="gaussian", bandwidth_=0.5,
                                             tree_=SimpleNamespace(data=np.array([[1.0], [3.0]])))
     np.testing.assert_allclose(KDEyEvaluator(hand).log_densities(np.array([[0.5], [2.0]])), ref, rtol=1e-15)
+
+
+def test_backend_errors_name_the_choices():
+    with pytest.raises(TypeError, match=r"^kdey_backend must be one of \('capshift', 'quapy'\), got int$"):
+        check_kdey_backend(1)
+    with pytest.raises(ValueError) as err:
+        check_kdey_backend("fast")
+    assert str(err.value) == ("unknown kdey_backend 'fast'; choose one of ('capshift', 'quapy') ('capshift': vectorised "
+                              "densities and an exact Newton solve, 'quapy': QuaPy's KDEyML.aggregate)")
+
+
+# ---- mixture_ml: the EM start, closed-form ML weights, the active set and the KKT release ----
+
+def test_mixture_ml_start_is_em_from_uniform():
+    # one kind of item, densities (1, 1/2, 1/4) under three classes: an EM step multiplies each weight by its
+    # density over the mixture's, so t steps from uniform give weights proportional to (1, 2^-t, 4^-t); with
+    # max_iter=0 the result is that start, the classes at or below 1e-3 / 3 set to 0 (4^-10 is, 2^-11 is not)
+    D, c = np.tile([[1.0], [0.5], [0.25]], (1, 4)), np.full(4, 1e-300)
+    np.testing.assert_allclose(mixture_ml(D, c, max_iter=0), [1024 / 1025, 1 / 1025, 0], rtol=1e-13)
+    np.testing.assert_allclose(mixture_ml(D, c, max_iter=0, em_steps=11), [2048 / 2049, 1 / 2049, 0], rtol=1e-13)
+    np.testing.assert_allclose(mixture_ml(D, c, max_iter=0, em_steps=5),
+                               np.array([1, 2 ** -5, 2 ** -10]) / (1 + 2 ** -5 + 2 ** -10), rtol=1e-13)
+    np.testing.assert_allclose(mixture_ml(D, c, max_iter=0, em_steps=0), np.full(3, 1 / 3), rtol=1e-15)
+    # two kinds of item, densities (1, 0) and (1/2, 1), offset 1/2: from (1/2, 1/2) the mixture densities plus c
+    # are 1 and 5/4, one step gives (1/2 (1 + 2/5) / 2, 1/2 (4/5) / 2) = (0.35, 0.2) -> (7/11, 4/11); the next,
+    # at 25/22 and 13/11, gives (539, 200) / 739
+    D2, c2 = np.array([[1.0, 0.5], [0.0, 1.0]]), np.full(2, 0.5)
+    np.testing.assert_allclose(mixture_ml(D2, c2, max_iter=0, em_steps=1), [7 / 11, 4 / 11], rtol=1e-14)
+    np.testing.assert_allclose(mixture_ml(D2, c2, max_iter=0, em_steps=2), [539 / 739, 200 / 739], rtol=1e-14)
+    # Newton's method from that start ends at the optimum: all the weight on the class of largest density
+    np.testing.assert_allclose(mixture_ml(D, c), [1, 0, 0], atol=1e-15)
+
+
+def test_mixture_ml_two_kinds_of_items_closed_form():
+    # three items of densities (1, 1/4), one of (1/4, 1), offset c = 0.1: the stationarity condition
+    # sum_k (a_k - b_k) / (b_k + c + p (a_k - b_k)) = 0 is linear in p, p = (2.475 - 0.2625) / 2.25 = 59/60
+    # (1e-9: the stopping test's Newton decrement -g.d is at round-off near the optimum and may skip the last
+    # quadratic step; here that leaves 3.5e-10)
+    D, c = np.array([[1, 1, 1, 0.25], [0.25, 0.25, 0.25, 1]]), np.full(4, 0.1)
+    np.testing.assert_allclose(mixture_ml(D, c), [59 / 60, 1 / 60], rtol=0, atol=1e-9)
+    # a third class of density 1/2 on every item gets no weight (its gradient -2.76 is above the common -3.45),
+    # whether EM leaves it out from the start or Newton's ratio test drops it (em_steps=0: start uniform)
+    D3 = np.vstack([D, np.full(4, 0.5)])
+    for em_steps in (10, 0):
+        np.testing.assert_allclose(mixture_ml(D3, c, em_steps=em_steps), [59 / 60, 1 / 60, 0], rtol=0, atol=1e-9)
+    # a class of density 0.3 on every item: EM leaves 1.9e-4 < 1e-3 / 3 on it, and the start drops it
+    np.testing.assert_allclose(mixture_ml(np.vstack([D, np.full(4, 0.3)]), c), [59 / 60, 1 / 60, 0], rtol=0, atol=1e-9)
+    # a class of tiny density (EM leaves it out at once) or of none at all (Newton from uniform drops it) neither
+    D5 = np.vstack([D3, np.full(4, 1e-3), np.zeros(4)])
+    for em_steps in (10, 0):
+        np.testing.assert_allclose(mixture_ml(D5, c, em_steps=em_steps), [59 / 60, 1 / 60, 0, 0, 0], rtol=0, atol=1e-9)
+
+
+def test_mixture_ml_releases_a_class_the_em_start_left_out():
+    # separated classes, one item of 10,000 from class 1: EM puts 1e-4 < 1e-3 / 2 on it, so Newton starts on
+    # class 0 alone; the KKT check adds class 1 back. Optimum: n0 / (p0 + c) = n1 / (p1 + c), p1 = (1 + 2c) / N - c
+    N, c = 10_000, 1e-12
+    D = np.zeros((2, N))
+    D[0, 1:] = D[1, 0] = 1.0
+    p = mixture_ml(D, np.full(N, c))
+    np.testing.assert_allclose(p, [1 - ((1 + 2 * c) / N - c), (1 + 2 * c) / N - c], rtol=0, atol=1e-12)
+    assert mixture_ml(D, np.full(N, c), max_iter=0)[1] == 0   # the start leaves class 1 out
+
+
+def test_mixture_ml_two_classes_of_the_same_density():
+    # classes 1 and 2 have the same densities: the objective is flat along p1 - p2 and only p1 + p2 = 1/60 is
+    # determined (the 59/60 case above, items repeated 1,000 times); the flat direction must not stop the solve
+    D = np.tile([[1, 1, 1, 0.25], [0.25, 0.25, 0.25, 1], [0.25, 0.25, 0.25, 1]], (1, 1000))
+    p = mixture_ml(D, np.full(4000, 0.1))
+    np.testing.assert_allclose([p[0], p[1] + p[2]], [59 / 60, 1 / 60], rtol=0, atol=1e-9)
+    assert p.min() >= 0
+
+
+def _assert_kkt(D, c, p, rtol):
+    """p minimises -sum_k log(p . D[:, k] + c[k]) on the simplex: a common gradient mu on its support, and no
+    class outside it whose gradient is below mu."""
+    g = -(D / (p @ D + c)).sum(axis=1)
+    on = p > 1e-9
+    mu = g[on].mean()
+    assert np.abs(g[on] - mu).max() <= rtol * abs(mu)
+    assert np.all(g[~on] >= mu - rtol * abs(mu))
+
+
+def test_mixture_ml_from_a_uniform_start_backtracks_to_the_optimum():
+    # heavy-tailed densities (uniform ** 20: most items explained by one or two classes), a class of density 0,
+    # EM skipped: Newton's method starts at the uniform weights, far from the optimum, where full steps overshoot
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        D = rng.random((7, 28)) ** 20
+        D[5] = 0.0
+        c = np.full(28, 1e-3)
+        p = mixture_ml(D, c, em_steps=0)
+        assert p[5] == 0 and abs(p.sum() - 1) < 1e-12
+        _assert_kkt(D, c, p, 1e-6)

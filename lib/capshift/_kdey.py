@@ -78,6 +78,10 @@ def mixture_ml(D, c, max_iter: int = 200, em_steps: int = 10) -> np.ndarray:
     """
     n, m = D.shape
     p = np.full(n, 1.0 / n)
+    if not np.any(D):
+        # every likelihood underflowed to 0 (items far from every class): the objective is flat, and EM would
+        # give p = 0 and then 0 / 0; QuaPy's KDEyML returns the uniform prevalence here too
+        return p
     for _ in range(em_steps):  # a few EM steps (Saerens et al. 2002) find the classes with weight, cheaply
         p *= (D / (p @ D + c)).sum(axis=1) / m
         p /= p.sum()
