@@ -142,7 +142,10 @@ def _one_dataset(name: str, args) -> str:
 def run(args) -> None:
     from joblib import Parallel, delayed
     Path(args.work).mkdir(parents=True, exist_ok=True)
-    (Path(args.work) / f"run{'_' + args.tag if args.tag else ''}.json").write_text(json.dumps(vars(args)))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _recording import git_commit
+    (Path(args.work) / f"run{'_' + args.tag if args.tag else ''}.json").write_text(
+        json.dumps({**vars(args), "commit": git_commit()}))
     for msg in Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")(
             delayed(_one_dataset)(name, args) for name in args.datasets):
         print(msg, flush=True)
@@ -240,10 +243,11 @@ def collect_splits(args) -> None:
     from _recording import git_commit, machine, write_recording
 
     from capshift.uncertainty import split_scores
-    frames, seeds, sizes, n_samples = [], [], set(), set()
+    frames, seeds, sizes, n_samples, commits = [], [], set(), set(), set()
     for w in map(Path, args.works):
         run_args = json.loads((w / "run.json").read_text())
         seeds.append(run_args["seed"])
+        commits.add(run_args.get("commit", "not recorded"))
         sizes.add(tuple(run_args["sizes"]))
         n_samples.add(run_args["n_samples"])
         for name in args.datasets:
@@ -262,7 +266,8 @@ def collect_splits(args) -> None:
         f"offline datasets, LR, {n_samples.pop()} UPP samples of each size {list(sizes.pop())} per split, 95% "
         f"intervals, accuracy and F1, per dataset over the splits (uncertainty.split_scores), measured {date.today()}",
         f"command: {cmd} (after `run --seed s --work W_s` for each seed)",
-        f"commit {git_commit()}; machine: {machine()}"], scores.round(6))
+        f"commit of the runs {', '.join(sorted(commits))}, of this summary {git_commit()}; machine: {machine()}"],
+        scores.round(6))
     print(f"wrote {len(scores)} rows ({len(names)} datasets, {len(seeds)} splits) to {args.out_splits}")
 
 
