@@ -517,15 +517,20 @@ def test_half_widths_of_each_score(echo):
         ci.quantiles(samples, "accuracy", 0.1)
 
 
+def _three_bins(ci, bin_by):
+    """Calibration samples of 20 items for accuracy, their residuals, the two edges of 3 Mondrian bins of the shift
+    proxy ``bin_by`` names, and each sample's bin (searchsorted side="right", as ConformalInterval)."""
+    c = ci._calibration(20, "accuracy")
+    proxy = c["dist"] if bin_by == "predicted" else c["prev_dist"]
+    edges = np.quantile(proxy, [1 / 3, 2 / 3])
+    return c, ci._residuals(20, "accuracy"), edges, np.searchsorted(edges, proxy, side="right")
+
+
 @pytest.mark.parametrize("bin_by", ["predicted", "prevalence"])
 def test_mondrian_bins_by_hand(echo, bin_by):
     h, X, y = echo
     ci = _ci(h, scheme="mc", n_splits=2, n_cal=60, bins=3, bin_by=bin_by).fit(X, y)
-    c = ci._calibration(20, "accuracy")
-    r = ci._residuals(20, "accuracy")
-    proxy = c["dist"] if bin_by == "predicted" else c["prev_dist"]
-    edges = np.quantile(proxy, [1 / 3, 2 / 3])
-    members = np.searchsorted(edges, proxy, side="right")
+    c, r, edges, members = _three_bins(ci, bin_by)
     ref = np.bincount(ci.estimator_.val_pred_, minlength=2) / 80
     val_prev = np.array([0.5, 0.5])
     # three test samples: h predicts class 0 for none, a fifth, half of the items
@@ -990,11 +995,7 @@ def test_a_test_sample_on_a_bin_edge_goes_to_the_upper_bin(echo, bin_by):
     # samples (searchsorted side="right"), it belongs to the bin above
     h, X, y = echo
     ci = _ci(h, scheme="rates", n_splits=2, n_cal=60, bins=3, bin_by=bin_by).fit(X, y)
-    c = ci._calibration(20, "accuracy")
-    r = ci._residuals(20, "accuracy")
-    proxy = c["dist"] if bin_by == "predicted" else c["prev_dist"]
-    edges = np.quantile(proxy, [1 / 3, 2 / 3])
-    members = np.searchsorted(edges, proxy, side="right")
+    c, r, edges, members = _three_bins(ci, bin_by)
     zeros, ones = X[X[:, 0] == 0], X[X[:, 0] == 1]
     on_edge = 0
     for k in range(21):
