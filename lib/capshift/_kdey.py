@@ -109,9 +109,11 @@ def mixture_ml(D, c, max_iter: int = 200, em_steps: int = 10) -> np.ndarray:
         K[nF, nF] = 0.0
         sol = np.linalg.solve(K, np.r_[-g[F], 0.0])
         d, mu = sol[:nF], -sol[nF]                   # Newton step on the free cells; mu ~ common gradient
-        dec = -g[F] @ d                              # Newton decrement (>= 0)
-        # converged on the free set: a tiny decrement, or one that no longer shrinks (round-off floor)
-        done = dec <= 1e-20 * (1.0 + abs(f)) or (dec <= 1e-8 * (1.0 + abs(f)) and dec > 0.25 * last)
+        # squared Newton decrement d'Hd (= -g'd, as sum(d) = 0): >= 0 in floats too, where -g'd, a sum of
+        # terms of the size of the gradient that cancel near the optimum, can come out negative
+        dec = d @ H @ d
+        # converged on the free set: a decrement far below f's round-off, or one that no longer shrinks
+        done = dec <= 1e-26 * (1.0 + abs(f)) or (dec <= 1e-8 * (1.0 + abs(f)) and dec > 0.25 * last)
         last = dec
         if not done:
             neg = d < 0
