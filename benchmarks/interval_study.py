@@ -243,17 +243,22 @@ def collect_splits(args) -> None:
     from _recording import git_commit, machine, write_recording
 
     from capshift.uncertainty import split_scores
-    frames, seeds, sizes, n_samples, commits = [], [], set(), set(), set()
+    frames, seeds, sizes, n_samples, commits = [], set(), set(), set(), set()
     for w in map(Path, args.works):
-        run_args = json.loads((w / "run.json").read_text())
-        seeds.append(run_args["seed"])
-        commits.add(run_args.get("commit", "not recorded"))
-        sizes.add(tuple(run_args["sizes"]))
-        n_samples.add(run_args["n_samples"])
+        # a folder holds one split seed; its tagged runs (run_<tag>.json) add datasets or candidates
+        runs = [json.loads(f.read_text()) for f in sorted(w.glob("run*.json"))]
+        if len({r["seed"] for r in runs}) != 1:
+            raise SystemExit(f"{w}: its runs used different split seeds; use one folder per seed")
+        seeds.add(runs[0]["seed"])
+        commits |= {r.get("commit", "not recorded") for r in runs}
+        sizes |= {tuple(r["sizes"]) for r in runs}
+        n_samples |= {r["n_samples"] for r in runs}
         for name in args.datasets:
             files = sorted(w.glob(f"{name}_capshift*.parquet"))
             if files:
-                frames += [pd.read_parquet(f).assign(split=run_args["seed"]) for f in files]
+                frames += [pd.read_parquet(f).assign(split=runs[0]["seed"]) for f in files]
+    if len(sizes) != 1 or len(n_samples) != 1:
+        raise SystemExit(f"the runs differ in --sizes {sorted(sizes)} or --n-samples {sorted(n_samples)}")
     df = pd.concat(frames, ignore_index=True)
     # a dataset counts only with every split done
     done = df.groupby("dataset")["split"].nunique()
