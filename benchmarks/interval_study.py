@@ -61,8 +61,11 @@ CANDIDATES = {
     "rates": ("rates", False, 1, "absolute", False, "predicted"),
     "rates-floor": ("rates", False, 1, "absolute", True, "predicted"),
     "rates-both-floor": ("rates", False, 1, "both", True, "predicted"),
+    "rates-prevbins": ("rates", False, 4, "absolute", False, "prevalence"),
     "rates-prevbins-floor": ("rates", False, 4, "absolute", True, "prevalence"),
     "rates-prevbins-union": ("rates", False, 4, "absolute", "union", "prevalence"),
+    "rates-prevbins-floor-perks": ("rates", False, 4, "absolute", True, "prevalence", "perks"),
+    "rates-prevbins-union-perks": ("rates", False, 4, "absolute", "union", "prevalence", "perks"),
 }
 
 

@@ -187,7 +187,7 @@ def test_default_parameters():
     assert ci.get_params() == {"estimator": "m", "cal_fraction": 0.5, "n_cal": 500, "refit": False,
                                "scheme": "split", "n_splits": 5, "pool_correction": False, "pool_size": None,
                                "bins": 1, "score": "absolute", "floor": False, "bin_by": "predicted",
-                               "max_cal_size": 2000, "random_state": 0}
+                               "prior": "jeffreys", "max_cal_size": 2000, "random_state": 0}
     assert C.MAX_CAL_SIZE == 2000 and C.FLOOR_DRAWS == 4000
 
 
@@ -739,6 +739,34 @@ def test_evidence_interval_three_classes_and_an_unseen_class():
     assert sd == pytest.approx(math.sqrt(0.25 + 0.21) / 2)
 
 
+def test_evidence_interval_perks_prior_by_hand():
+    # Perks' 1/n per cell: with 3 classes (n - 1) / n = 2/3 pseudo-error per row; one item of class 0 with V's row
+    # [1, 0, 0]: error probability (2/3) / (1 + 1) = 1/3, P(E = 0) = 2/3 (Jeffreys: .6, the test above)
+    V = [[1, 0, 0], [0, 50, 0], [0, 0, 50]]
+    assert C.evidence_interval(V, [1.0, 0.0, 0.0], 1, alpha=0.7, prior="perks") == (1.0, 1.0, 1.0)  # 2/3 >= .65
+    assert C.evidence_interval(V, [1.0, 0.0, 0.0], 1, alpha=0.7) == (0.0, 1.0, 1.0)  # Jeffreys: .6 < .65
+    assert C._evidence(V, [1.0, 0.0, 0.0], 1, 0.5, "accuracy", prior="perks")[3] == pytest.approx(math.sqrt(2) / 3)
+    # a larger sample: the quantiles of scipy's beta-binomial BetaBinomial(20, 2/3, 4/3)
+    bb = betabinom(20, 2 / 3, 1 + 1 / 3)
+    lo, hi, _ = C.evidence_interval(V, [1.0, 0.0, 0.0], 20, alpha=0.5, prior="perks")
+    assert (lo, hi) == pytest.approx((1 - bb.ppf(0.75) / 20, 1 - bb.ppf(0.25) / 20), abs=1e-12)
+    # two classes: 1/n = 1/2, Jeffreys' prior exactly, on both paths
+    for measure in ("accuracy", "f1"):
+        assert C.evidence_interval(HAND_V, [0.3, 0.7], 40, 0.1, measure, 200, 3, prior="perks") == \
+            C.evidence_interval(HAND_V, [0.3, 0.7], 40, 0.1, measure, 200, 3)
+    # the Monte Carlo path draws Dirichlet(V[i] + 1/n)
+    W = np.array([[30, 5, 5], [4, 40, 6], [2, 3, 45]])
+    rng = np.random.default_rng(7)
+    counts = C._class_counts([0.2, 0.3, 0.5], 30)
+    rates = np.stack([rng.dirichlet(W[i] + 1 / 3, 50) for i in range(3)], axis=1)
+    tables = np.stack([rng.multinomial(counts[i], rates[:, i]) for i in range(3)], axis=1) / 30
+    from capshift.tables import macro_f1
+    assert C.evidence_interval(W, [0.2, 0.3, 0.5], 30, 0.2, "macro_f1", 50, 7, prior="perks")[:2] == \
+        pytest.approx(tuple(np.quantile(macro_f1(tables), [0.1, 0.9])), abs=1e-12)
+    with pytest.raises(ValueError, match="^" + re.escape("prior must be one of ('jeffreys', 'perks'), got 'flat'")):
+        C.evidence_interval(HAND_V, [0.5, 0.5], 2, prior="flat")
+
+
 def test_evidence_interval_monte_carlo_path_by_hand():
     # measures other than accuracy: n_draws seeded draws of Jeffreys' Dirichlet rates, then each class's items
     # classified by them (rows: true classes); the interval holds the alpha/2 and 1 - alpha/2 quantiles, the sd
@@ -1094,3 +1122,42 @@ def test_a_classifier_predicting_floats_gives_the_same_intervals(echo, bin_by):
     samples = [X[:20], X[X[:, 0] == 1][:20]]
     np.testing.assert_array_equal(floats.fit(X, y).predict_interval_batch(samples, 0.3),
                                   ints.fit(X, y).predict_interval_batch(samples, 0.3))
+
+
+# ------------------------------------------------------------------------------------ the floor's prior
+class _Echo3(_Echo):
+    def fit(self, X, y=None):
+        self.classes_ = np.arange(3)
+        return self
+
+
+@pytest.mark.parametrize("floor", [True, "union"])
+def test_floor_uses_the_prior_of_the_evidence_interval(floor):
+    # 3 classes of 60 items, h wrong on 2, 0 and 1 of them: the floor's evidence interval under each prior
+    y = np.repeat([0, 1, 2], 60)
+    pred = y.copy()
+    pred[[0, 1, 120]] = [1, 2, 0]
+    X = np.stack([pred, np.arange(180)], axis=1).astype(float)
+    h = _Echo3().fit(X, y)
+    ci = C.ConformalInterval(_naive(h), scheme="mc", n_splits=2, n_cal=40, floor=floor, prior="perks",
+                             random_state=2).fit(X, y)
+    Xs, point = X[::2], np.array([0.9])
+    q = ci.quantiles([Xs], "accuracy", 0.1)[0]
+    gam = np.bincount(pred[::2], minlength=3) / 90
+    bounds = {}
+    for prior in C.PRIORS:
+        lo, hi, c = C.evidence_interval(ci.val_counts_, C.acc_prevalence(ci.val_counts_, gam), 90, 0.1,
+                                        prior=prior)
+        below, above = max(q, c - lo), max(q, hi - c)
+        if floor == "union":
+            below, above = max(below, 0.9 - lo), max(above, hi - 0.9)
+        bounds[prior] = np.clip([0.9 - below, 0.9 + above], 0, 1)
+    np.testing.assert_allclose(ci.bounds([Xs], point, "accuracy", 0.1)[0], bounds["perks"], atol=1e-12)
+    jeffreys = ci.with_options(False, floor=floor, prior="jeffreys")
+    np.testing.assert_allclose(jeffreys.bounds([Xs], point, "accuracy", 0.1)[0], bounds["jeffreys"], atol=1e-12)
+    # reaches below: Jeffreys .061 (1 pseudo-error per class), Perks .050 (2/3), the conformal half-width .033
+    assert bounds["jeffreys"][0] < bounds["perks"][0] - 0.005
+    with pytest.raises(ValueError, match="^" + re.escape("prior must be one of ('jeffreys', 'perks'), got 'Perks'")):
+        ci.with_options(False, prior="Perks")
+    with pytest.raises(ValueError, match="^" + re.escape("prior must be one of ('jeffreys', 'perks'), got None")):
+        C.ConformalInterval(_naive(h), prior=None).fit(X, y)

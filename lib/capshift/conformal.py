@@ -47,10 +47,14 @@ from .tables import MEASURES, contingency_table, get_measure
 
 __all__ = ["ConformalInterval", "conformal_quantile", "evidence_interval", "acc_prevalence", "unfitted_copy", "BIN_BY",
            "RATES_INTERVALS", "MC_INTERVALS",
-           "SCHEMES", "SCORES", "FLOOR_DRAWS"]
+           "SCHEMES", "SCORES", "PRIORS", "FLOOR_DRAWS"]
 
 SCHEMES = ("split", "mc", "cv", "bootstrap", "rates")
 SCORES = ("absolute", "studentised", "both")
+#: Priors of h's class-conditional rates in :func:`evidence_interval`: the pseudo-count of every cell of a row of
+#: n cells. "jeffreys": 1/2 (Jeffreys 1946), (n - 1)/2 pseudo-errors per class; "perks": 1/n (Perks 1947), a
+#: whole pseudo-item per class whatever n. The two agree for two classes.
+PRIORS = ("jeffreys", "perks")
 BIN_BY = ("predicted", "prevalence")
 #: ``predict_interval``'s construction for methods whose error on V's own samples is their error elsewhere, once
 #: the pools' rate discrepancy is added (the LEAP family, the CBPE family): the "rates" scheme (no refit: the
@@ -178,6 +182,10 @@ class ConformalInterval(BaseEstimator):
         the interval misses 1 by a hair on every sample); the union reaches 1.
     bin_by : {"predicted", "prevalence"}
         The shift proxy of the Mondrian ``bins`` (default "predicted").
+    prior : {"jeffreys", "perks"}
+        The prior of h's rates in the floor's evidence interval (:data:`PRIORS`; default "jeffreys"). With n
+        classes, Jeffreys' 1/2 per cell puts (n - 1)/2 pseudo-errors in every class, which widens the floor of
+        a classifier with many classes (4.5 pseudo-errors per class for 10 classes); Perks' 1/n puts (n - 1)/n.
     max_cal_size : int or None
         Largest calibration sample (default :data:`MAX_CAL_SIZE`, 2,000 items). A test sample of more items is
         given the conformal half-width of a sample of ``max_cal_size`` items (its calibration scores, bins and
@@ -203,7 +211,7 @@ class ConformalInterval(BaseEstimator):
     def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
                  scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
                  bins: int = 1, score: str = "absolute", floor=False, bin_by: str = "predicted",
-                 max_cal_size=MAX_CAL_SIZE, random_state: int = 0):
+                 prior: str = "jeffreys", max_cal_size=MAX_CAL_SIZE, random_state: int = 0):
         self.estimator = estimator
         self.cal_fraction = cal_fraction
         self.n_cal = n_cal
@@ -216,6 +224,7 @@ class ConformalInterval(BaseEstimator):
         self.score = score
         self.floor = floor
         self.bin_by = bin_by
+        self.prior = prior
         self.max_cal_size = max_cal_size
         self.random_state = random_state
 
@@ -252,6 +261,7 @@ class ConformalInterval(BaseEstimator):
             check_int(self.max_cal_size, "max_cal_size", min_value=2)
         self._check_score_options(self.score, self.floor)
         self._check_bin_by(self.bin_by)
+        _check_prior(self.prior)
         everything = np.arange(len(y_val))
         pred = np.asarray(self.estimator.classifier.predict(X_val))
         self.val_counts_ = _counts(y_val, pred, n)
@@ -324,14 +334,14 @@ class ConformalInterval(BaseEstimator):
             raise TypeError(f"floor must be True, False or \"union\", got {floor!r}")
 
     def with_options(self, pool_correction: bool, bins: int = 1, score: str = "absolute",
-                     floor=False, bin_by: str = "predicted") -> "ConformalInterval":
+                     floor=False, bin_by: str = "predicted", prior: str = "jeffreys") -> "ConformalInterval":
         """A copy sharing this fitted calibrator's fits and calibration samples, with ``pool_correction``,
-        ``bins``, ``score``, ``floor`` and ``bin_by`` set."""
+        ``bins``, ``score``, ``floor``, ``bin_by`` and ``prior`` set."""
         check_fitted(self, ["folds_"])
         self._check_score_options(score, floor)
         self._check_bin_by(bin_by)
         other = copy.copy(self)
-        other.bin_by = bin_by
+        other.bin_by, other.prior = bin_by, _check_prior(prior)
         other.pool_correction, other.bins = bool(pool_correction), check_int(bins, "bins")
         other.score, other.floor = score, floor if isinstance(floor, str) else bool(floor)
         other.scale_ = other._pool_scale(*self.part_sizes_)
@@ -515,7 +525,7 @@ class ConformalInterval(BaseEstimator):
             seed = check_seed(self.random_state, "random_state")
             for i, (g, X) in enumerate(zip(gammas, samples)):
                 lo, hi, c = _evidence(self.val_counts_, acc_prevalence(self.val_counts_, g), X.shape[0], alpha,
-                                      measure, FLOOR_DRAWS, seed)[:3]
+                                      measure, FLOOR_DRAWS, seed, self.prior)[:3]
                 below[i], above[i] = max(below[i], c - lo), max(above[i], hi - c)
                 if isinstance(self.floor, str):  # "union": contain the evidence interval too
                     below[i], above[i] = max(below[i], point[i] - lo), max(above[i], hi - point[i])
@@ -608,31 +618,35 @@ def acc_prevalence(val_counts, pred_fractions) -> np.ndarray:
 
 
 def evidence_interval(val_counts, prevalence, size: int, alpha: float = 0.05, measure="accuracy",
-                      n_draws: int = 4000, random_state: int = 0) -> tuple[float, float, float]:
+                      n_draws: int = 4000, random_state: int = 0,
+                      prior: str = "jeffreys") -> tuple[float, float, float]:
     """The finite-evidence interval of a measure on a sample: what h's validation errors alone say about the
     value of ``measure`` on a sample of ``size`` items with class prevalence ``prevalence``, under prior
     probability shift (h's class-conditional rates ``P(h = j | y = i)`` are the pool's on every sample).
 
     Each row i of h's rates gets the Jeffreys posterior Dirichlet(``val_counts[i]`` + 1/2) (Jeffreys 1946;
     for two classes the Beta posterior whose intervals Brown, Cai & DasGupta 2001 recommend over
-    Clopper–Pearson's); the sample's ``N_i`` items of class i (``size`` x ``prevalence``, rounded) are
-    classified as Multinomial(``N_i``, row i). The interval holds the α/2 and 1-α/2 quantiles of the
-    measure under this posterior predictive: it shrinks with |V| (the pool's rates are better known) and
-    with ``size`` (less sampling noise), and is never empty when h makes no error on V (0 errors in ``n_i``
-    items leave an error rate of up to about 2.5/``n_i`` plausible).
+    Clopper–Pearson's), or with ``prior="perks"`` Dirichlet(``val_counts[i]`` + 1/n) (Perks 1947: one
+    pseudo-item per row whatever the number of classes n; Jeffreys' for two classes); the sample's ``N_i``
+    items of class i (``size`` x ``prevalence``, rounded) are classified as Multinomial(``N_i``, row i). The
+    interval holds the α/2 and 1-α/2 quantiles of the measure under this posterior predictive: it shrinks
+    with |V| (the pool's rates are better known) and with ``size`` (less sampling noise), and is never empty
+    when h makes no error on V (0 errors in ``n_i`` items leave an error rate of up to about 2.5/``n_i``
+    plausible).
 
-    For accuracy it is exact: the errors in class i are BetaBinomial(``N_i``, errors_i + (n-1)/2,
-    correct_i + 1/2) (the Dirichlet's aggregation property), independent across classes, so their sum's
-    distribution is the convolution of the classes' ``scipy.stats.betabinom`` pmfs. Other measures use
+    For accuracy it is exact: the errors in class i are BetaBinomial(``N_i``, errors_i + (n-1) a,
+    correct_i + a), a the prior's pseudo-count per cell (the Dirichlet's aggregation property), independent
+    across classes, so their sum's distribution is the convolution of the classes' ``scipy.stats.betabinom``
+    pmfs. Other measures use
     ``n_draws`` seeded Monte Carlo draws of the posterior predictive table.
 
     ``val_counts``: (n, n) counts of h's validation table (rows true class); ``prevalence``: (n,) on the simplex.
     Returns ``(lower, upper, plug_in)``: the interval and the measure of the plug-in table (prevalence x the
     rates' maximum-likelihood estimate), from which :class:`ConformalInterval` takes the interval's reach
     below and above the point prediction. Raises ValueError for bad shapes, negative counts, a prevalence off
-    the simplex, alpha outside (0, 1) or ``size`` < 1.
+    the simplex, alpha outside (0, 1), ``size`` < 1 or a prior not in :data:`PRIORS`.
     """
-    return _evidence(val_counts, prevalence, size, alpha, measure, n_draws, random_state)[:3]
+    return _evidence(val_counts, prevalence, size, alpha, measure, n_draws, random_state, prior)[:3]
 
 
 #: Above this many products a convolution of probability mass functions is done by FFT (O(m log m) instead of
@@ -648,11 +662,18 @@ def _convolve(a, b) -> np.ndarray:
     return np.clip(fftconvolve(a, b), 0.0, None)
 
 
-def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random_state=0):
+def _check_prior(prior) -> str:
+    if prior not in PRIORS:
+        raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
+    return prior
+
+
+def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random_state=0, prior="jeffreys"):
     """:func:`evidence_interval` plus the posterior predictive standard deviation of the measure (4-tuple)."""
     a = check_fraction(alpha, "alpha")
     V = _check_counts(val_counts)
     n = V.shape[0]
+    a0 = 0.5 if _check_prior(prior) == "jeffreys" else 1.0 / n  # the prior's pseudo-count per cell
     p = np.asarray(prevalence, dtype=float)
     if p.shape != (n,) or not np.all(np.isfinite(p)) or np.any(p < -1e-12) or abs(p.sum() - 1) > 1e-6:
         raise ValueError(f"prevalence must be {n} non-negative fractions summing to 1, got {p!r}")
@@ -665,8 +686,8 @@ def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random
     if f is get_measure("accuracy"):
         pmf = np.ones(1)
         for i in range(n):
-            wrong = V[i].sum() - V[i, i] + (n - 1) / 2
-            pmf = _convolve(pmf, betabinom.pmf(np.arange(counts[i] + 1), counts[i], wrong, V[i, i] + 0.5))
+            wrong = V[i].sum() - V[i, i] + (n - 1) * a0
+            pmf = _convolve(pmf, betabinom.pmf(np.arange(counts[i] + 1), counts[i], wrong, V[i, i] + a0))
         cdf = np.cumsum(pmf)
         e_lo = int(np.searchsorted(cdf, a / 2 - 1e-12))  # smallest e with P(E <= e) >= a/2
         e_hi = int(np.searchsorted(cdf, 1 - a / 2 - 1e-12))
@@ -675,7 +696,7 @@ def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random
         return 1.0 - e_hi / size, 1.0 - e_lo / size, plug_in, sd
     rng = np.random.default_rng(check_seed(random_state, "random_state"))
     n_draws = check_int(n_draws, "n_draws", min_value=2)
-    rates = np.stack([rng.dirichlet(V[i] + 0.5, n_draws) for i in range(n)], axis=1)  # (B, n, n)
+    rates = np.stack([rng.dirichlet(V[i] + a0, n_draws) for i in range(n)], axis=1)  # (B, n, n)
     tables = np.stack([rng.multinomial(counts[i], rates[:, i]) for i in range(n)], axis=1) / size
     values = np.asarray(f(tables), dtype=float)
     lo, hi = np.quantile(values, [a / 2, 1 - a / 2])
