@@ -140,7 +140,7 @@ def test_fit_refuses_what_is_not_a_cap_estimator(echo, estimator, name):
     ({"bins": 0}, ValueError, "bins must be >= 1, got 0"),
     ({"max_cal_size": 1}, ValueError, "max_cal_size must be >= 2, got 1"),
     ({"score": "t"}, ValueError, "score must be one of ('absolute', 'studentised', 'both'), got 't'"),
-    ({"floor": "yes"}, TypeError, "floor must be True, False or \"union\", got 'yes'"),
+    ({"floor": "yes"}, TypeError, "floor must be True, False, \"union\" or \"auto\", got 'yes'"),
     ({"bin_by": "shift"}, ValueError, "bin_by must be one of ('predicted', 'prevalence'), got 'shift'"),
     ({"scheme": "cv", "n_splits": 3}, ValueError, "n_splits=3 folds need at least 6 items of every class in y_val, "
                                                   "got counts [5, 9]; use fewer folds"),
@@ -333,7 +333,7 @@ def test_with_options_copies_the_fit_and_sets_the_options(echo):
         ci.with_options(False, bins=0)
     with pytest.raises(ValueError, match=r"^score must be one of"):
         ci.with_options(False, score="t")
-    with pytest.raises(TypeError, match=r'^floor must be True, False or "union", got 1$'):
+    with pytest.raises(TypeError, match=r'^floor must be True, False, "union" or "auto", got 1$'):
         ci.with_options(False, floor=1)
     with pytest.raises(ValueError, match=r"^bin_by must be one of"):
         ci.with_options(False, bin_by="x")
@@ -1056,8 +1056,10 @@ def test_union_floor_by_hand(echo):
         beyond_reach += [below > max(q[i], c - lo), above > max(q[i], hi - c)]
     assert beyond_reach == [False, True, True, False]  # each point reaches back to the evidence interval
     assert ci.with_options(False, floor="union").floor == "union"
-    with pytest.raises(TypeError, match='^floor must be True, False or "union", got \'Union\'$'):
+    with pytest.raises(TypeError, match='^floor must be True, False, "union" or "auto", got \'Union\'$'):
         ci.with_options(False, floor="Union")
+    # "auto": the union for two classes
+    np.testing.assert_array_equal(ci.with_options(False, floor="auto").bounds(samples, point, "accuracy", 0.2), b)
 
 
 class _Hits:
@@ -1157,6 +1159,10 @@ def test_floor_uses_the_prior_of_the_evidence_interval(floor):
     np.testing.assert_allclose(jeffreys.bounds([Xs], point, "accuracy", 0.1)[0], bounds["jeffreys"], atol=1e-12)
     # reaches below: Jeffreys .061 (1 pseudo-error per class), Perks .050 (2/3), the conformal half-width .033
     assert bounds["jeffreys"][0] < bounds["perks"][0] - 0.005
+    # "auto": the reach alone (floor=True) for more than two classes
+    reach = ci.with_options(False, floor=True, prior="perks").bounds([Xs], point, "accuracy", 0.1)
+    np.testing.assert_array_equal(ci.with_options(False, floor="auto", prior="perks").bounds([Xs], point, "accuracy",
+                                                                                            0.1), reach)
     with pytest.raises(ValueError, match="^" + re.escape("prior must be one of ('jeffreys', 'perks'), got 'Perks'")):
         ci.with_options(False, prior="Perks")
     with pytest.raises(ValueError, match="^" + re.escape("prior must be one of ('jeffreys', 'perks'), got None")):

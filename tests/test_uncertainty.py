@@ -595,5 +595,5 @@ def test_union_floor_contains_the_evidence_interval(gaussian_problem):
         assert union[i, 1] == pytest.approx(min(max(reach[i, 1], hi), 1.0))
     assert union[0, 1] > reach[0, 1] and union[1, 0] < reach[1, 0]  # each reaches back to the evidence
     assert ci.with_options(False, floor="union").floor == "union"
-    with pytest.raises(TypeError, match='True, False or "union"'):
+    with pytest.raises(TypeError, match='True, False, "union" or "auto"'):
         ci.with_options(False, floor="Union")

@@ -526,7 +526,8 @@ def measured_runs(root: Path) -> list[str]:
         missing = [f for f in MEASURED_FIELDS if not run.get(f)]
         if missing:
             raise BookError(f"{manifest}: entry {k + 1} lacks {', '.join(missing)}")
-        lines = textwrap.wrap(run["command"], 84, break_long_words=False, break_on_hyphens=False)
+        # continuation lines are indented by 4 and end in " \\": at most 88 characters, the site check's limit
+        lines = textwrap.wrap(run["command"], 82, break_long_words=False, break_on_hyphens=False)
         out += [f"**{', '.join(run['files'])}**: {run['what']}. Commit `{run['commit']}`, {run['date']}; wall time "
                 f"{run['wall_time']}; machine: {run['machine']}.", "", "```bash", " \\\n    ".join(lines), "```", ""]
     return out

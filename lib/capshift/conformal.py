@@ -59,11 +59,13 @@ BIN_BY = ("predicted", "prevalence")
 #: ``predict_interval``'s construction for methods whose error on V's own samples is their error elsewhere, once
 #: the pools' rate discrepancy is added (the LEAP family, the CBPE family): the "rates" scheme (no refit: the
 #: method fitted on V, calibrated on UPP samples of V, plus the rate discrepancy of 10 halvings of V), Mondrian
-#: bins (4) by the distance of the sample's ACC-estimated prevalence to V's, and the finite-evidence floor. Chosen
-#: on the recorded comparison of the uncertainty chapter (issue 31): the lowest mean Winkler rank of the
-#: constructions that need no refit of the method.
-RATES_INTERVALS = {"scheme": "rates", "n_splits": 10, "n_cal": 500, "score": "absolute", "floor": True, "bins": 4,
-                   "bin_by": "prevalence"}
+#: bins (4) by the distance of the sample's ACC-estimated prevalence to V's, and the finite-evidence floor with
+#: Perks' prior, which for two classes also contains the evidence interval (``floor="auto"``: the union). Chosen
+#: on the recorded comparisons of the uncertainty chapter (issue 31): among the constructions that need no refit
+#: of the method, the lowest mean Winkler rank on one split of 22 datasets (the bins and the floor), then over 6
+#: splits of each (the union for two classes, Perks' prior and the reach for more).
+RATES_INTERVALS = {"scheme": "rates", "n_splits": 10, "n_cal": 500, "score": "absolute", "floor": "auto", "bins": 4,
+                   "bin_by": "prevalence", "prior": "perks"}
 #: ``predict_interval``'s construction for the other methods (fitted to V's samples, whose in-sample error is
 #: optimistic: DoC, DS, NN, ATC, QuAcc, ...): Monte Carlo cross-conformal over 10 halvings of V, the union of the
 #: absolute and studentised scores, and the floor (the default before issue 31).
@@ -169,7 +171,7 @@ class ConformalInterval(BaseEstimator):
         intervals (half-width the larger of ``q`` and ``q' s``): it covers whenever either does, so it keeps
         the studentised interval's gain where the method's error grows with the evidence scale (DoC on
         ionosphere in the uncertainty chapter) and the absolute one's where it does not (DoC on wdbc).
-    floor : bool or "union"
+    floor : bool, "union" or "auto"
         True: widen the interval, below and above separately, to at least the reach of the finite-evidence
         interval (:func:`evidence_interval` with h's rates on all of V, the sample's ACC prevalence and size, the
         same α) from its plug-in value (default False). The conformal residuals only see errors that h makes on
@@ -179,7 +181,10 @@ class ConformalInterval(BaseEstimator):
         either the conformal interval or the evidence interval does. The reach alone is placed around the
         method's prediction, which can sit off the evidence's centre (on a classifier errorless on V and U every
         sample's accuracy is exactly 1, while a LEAP estimate may be 0.998: the reach then adds nothing, and
-        the interval misses 1 by a hair on every sample); the union reaches 1.
+        the interval misses 1 by a hair on every sample); the union reaches 1. "auto": the union for two
+        classes, the reach (True) for more, as chosen on the recorded comparison over repeated splits of the
+        uncertainty chapter (:data:`RATES_INTERVALS`): the reach alone under-covers the binary datasets, the
+        union over-covers the multiclass ones.
     bin_by : {"predicted", "prevalence"}
         The shift proxy of the Mondrian ``bins`` (default "predicted").
     prior : {"jeffreys", "perks"}
@@ -330,8 +335,8 @@ class ConformalInterval(BaseEstimator):
     def _check_score_options(score, floor):
         if score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {score!r}")
-        if not (isinstance(floor, (bool, np.bool_)) or (isinstance(floor, str) and floor == "union")):
-            raise TypeError(f"floor must be True, False or \"union\", got {floor!r}")
+        if not (isinstance(floor, (bool, np.bool_)) or (isinstance(floor, str) and floor in ("union", "auto"))):
+            raise TypeError(f"floor must be True, False, \"union\" or \"auto\", got {floor!r}")
 
     def with_options(self, pool_correction: bool, bins: int = 1, score: str = "absolute",
                      floor=False, bin_by: str = "predicted", prior: str = "jeffreys") -> "ConformalInterval":
@@ -516,18 +521,19 @@ class ConformalInterval(BaseEstimator):
     def bounds(self, samples, point, measure, alpha: float) -> np.ndarray:
         """Intervals (k, 2), lower and upper, around the point predictions ``point`` (k,) of validated
         ``samples``: ``point ± q`` (:meth:`quantiles`), with ``floor`` each side widened to at least the
-        reach of :func:`evidence_interval` (h's rates on V) from its plug-in value, and with ``floor="union"``
-        to contain that interval itself; clipped to [0, 1]."""
+        reach of :func:`evidence_interval` (h's rates on V, ``prior``) from its plug-in value, and with
+        ``floor="union"`` (or "auto" and two classes) to contain that interval itself; clipped to [0, 1]."""
         q, gammas = self._half_widths(samples, measure, alpha)
         point = np.asarray(point, dtype=float)
         below, above = q.copy(), q.copy()
         if self.floor:
             seed = check_seed(self.random_state, "random_state")
+            union = self.floor == "union" or (self.floor == "auto" and self.n_classes_ == 2)
             for i, (g, X) in enumerate(zip(gammas, samples)):
                 lo, hi, c = _evidence(self.val_counts_, acc_prevalence(self.val_counts_, g), X.shape[0], alpha,
                                       measure, FLOOR_DRAWS, seed, self.prior)[:3]
                 below[i], above[i] = max(below[i], c - lo), max(above[i], hi - c)
-                if isinstance(self.floor, str):  # "union": contain the evidence interval too
+                if union:  # contain the evidence interval too
                     below[i], above[i] = max(below[i], point[i] - lo), max(above[i], hi - point[i])
         return np.clip(np.stack([point - below, point + above], axis=1), 0.0, 1.0)
 
