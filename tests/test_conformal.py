@@ -365,6 +365,12 @@ def test_unfitted_copy_keeps_h_and_replaces_a_fitted_quantifier(echo):
     assert (q.method, q.classifier, q.random_state) == ("cc", h, shared.random_state)
     plain = C.unfitted_copy(_naive(h, random_state=1), 4)
     assert plain.get_params() == {**_naive(h).get_params(), "random_state": 4}
+    # h a scikit-learn estimator with parameters of its own: only the method's own parameters are passed on
+    from sklearn.linear_model import LogisticRegression
+    lr = LogisticRegression(C=0.5).fit(X, y)
+    lr_copy = C.unfitted_copy(_naive(lr, random_state=1), 4)
+    assert lr_copy.classifier is lr and lr_copy.get_params(deep=False) == {
+        **_naive(lr).get_params(deep=False), "random_state": 4}
 
 
 # ------------------------------------------------------------------------------------ calibration samples
@@ -550,6 +556,22 @@ def test_mondrian_bins_by_hand(echo, bin_by):
     # a bin of too few scores for alpha (inf) falls back to all of them: 60 scores, 20 per bin; alpha = .04
     # needs rank 21 in a bin (inf) and rank 59 in all
     np.testing.assert_array_equal(ci.quantiles(samples, "accuracy", 0.04), C.conformal_quantile(r, 0.04))
+
+
+def test_two_mondrian_bins_split_at_the_median(echo):
+    # bins=2 is Mondrian too (only bins=1 takes all scores): the edge is the median of the shift proxy
+    h, X, y = echo
+    ci = _ci(h, scheme="mc", n_splits=2, n_cal=60, bins=2).fit(X, y)
+    c, r = ci._calibration(20, "accuracy"), ci._residuals(20, "accuracy")
+    edges = np.quantile(c["dist"], [0.5])
+    members = np.searchsorted(edges, c["dist"], side="right")
+    ref = np.bincount(ci.estimator_.val_pred_, minlength=2) / 80
+    samples = [X[X[:, 0] == 1][:20], np.r_[X[X[:, 0] == 0][:10], X[X[:, 0] == 1][:10]]]
+    got = ci.quantiles(samples, "accuracy", 0.3)
+    want = [C.conformal_quantile(r[members == np.searchsorted(edges, ci._test_dist(
+        np.bincount(Xs[:, 0].astype(int), minlength=2) / 20, ref), side="right")], 0.3) for Xs in samples]
+    np.testing.assert_array_equal(got, want)
+    assert set(want) != {C.conformal_quantile(r, 0.3)}  # the bins' quantiles are not all the pooled one
 
 
 # ------------------------------------------------------------------------------- intervals and the floor
@@ -918,6 +940,16 @@ def test_fit_refuses_a_part_missing_a_class(scheme, part):
     with pytest.raises(ValueError, match=rf"^the {part} of split 0 of V has no item of class\(es\) \[0\]: use a "
                                          r"larger V or a smaller cal_fraction$"):
         _ci(_Echo().fit(X, y), scheme=scheme, n_splits=2, n_cal=3, cal_fraction=0.1).fit(X, y)
+
+
+@pytest.mark.parametrize("scheme,part", [("split", "fit part"), ("mc", "fit part"), ("rates", "first half")])
+def test_fit_refuses_a_first_part_missing_the_last_class(scheme, part):
+    # the mirror case: 4 items of class 1 (the last) among 44, and a stratified tenth of V as the *first* part
+    # (cal_fraction 0.9): the check counts every class up to n - 1, not only those up to the largest label seen
+    X, y = _echo_data(wrong=(4, 1), per_class=(40, 4))
+    with pytest.raises(ValueError, match=rf"^the {part} of split 0 of V has no item of class\(es\) \[1\]: use a "
+                                         r"larger V or a smaller cal_fraction$"):
+        _ci(_Echo().fit(X, y), scheme=scheme, n_splits=2, n_cal=3, cal_fraction=0.9).fit(X, y)
 
 
 def test_rates_scheme_studentised_scores(echo):
