@@ -82,9 +82,10 @@ class PPSTest:
 
 def reference_sample(y_val, prevalence, size: int, seed: int) -> np.ndarray:
     """Indices into ``y_val`` of a stratified sample *without replacement* at ``prevalence`` (n,), of at most
-    ``size`` items: ``round(q_i * s)`` items of class i, with ``s <= size`` the largest size V can supply without
-    repeating an item (a repeated item would let a domain classifier memorise it). Returns int64 (s,), shuffled.
-    Raises ValueError for a bad prevalence, labels or size."""
+    ``size`` items: ``s`` items, with ``s <= size`` the largest size V can supply without repeating an item (a
+    repeated item would let a domain classifier memorise it), ``floor(q_i * s)`` of class i and one more for the
+    classes of largest remainder (largest remainders: rounding each class could give s + 1). Returns int64 (s,),
+    shuffled. Raises ValueError for a bad prevalence, labels or size."""
     y = np.asarray(y_val)
     n = len(np.atleast_1d(prevalence))
     y = check_labels(y, n, "y_val")
@@ -94,7 +95,9 @@ def reference_sample(y_val, prevalence, size: int, seed: int) -> np.ndarray:
     with np.errstate(divide="ignore"):
         cap = np.where(q > 0, np.floor(counts / np.where(q > 0, q, 1.0)), np.inf)
     s = int(min(size, cap.min()))
-    want = np.round(q * s).astype(int)
+    raw = q * s
+    want = np.floor(raw).astype(int)
+    want[np.argsort(want - raw, kind="stable")[: max(s - int(want.sum()), 0)]] += 1
     want = np.minimum(want, counts)
     rng = np.random.default_rng(check_seed(seed, "seed"))
     idx = np.concatenate([rng.choice(np.flatnonzero(y == i), want[i], replace=False) for i in range(n)])
