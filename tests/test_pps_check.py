@@ -117,6 +117,13 @@ def test_reference_sample_has_size_items_by_largest_remainders():
     y3 = np.tile([0, 1, 2], 20)
     assert np.bincount(y3[reference_sample(y3, [1 / 3] * 3, 20, 0)]).tolist() == [7, 7, 6]
     assert np.bincount(y3[reference_sample(y3, [0.25, 0.35, 0.4], 10, 0)]).tolist() == [3, 3, 4]
+    # the largest remainder, not the smallest share: 5 + 2.7 + 2.3 -> [5, 3, 2]
+    assert np.bincount(y3[reference_sample(y3, [0.5, 0.27, 0.23], 10, 0)]).tolist() == [5, 3, 2]
+    # 8 classes, 3 items left for remainders .75 (class 1, 5) and .5 (classes 0, 2, 4): ties go to the first class
+    # (a stable sort; numpy's default sort orders ties of 8 values otherwise)
+    raw = np.array([4.5, 3.75, 5.5, 4.0, 5.5, 4.75, 4.0, 3.0])
+    y8 = np.tile(np.arange(8), 10)
+    assert np.bincount(y8[reference_sample(y8, raw / 35, 35, 0)]).tolist() == [5, 4, 5, 4, 5, 5, 4, 3]
 
 
 @pytest.mark.parametrize("args, exc, message", [
