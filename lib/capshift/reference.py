@@ -147,7 +147,8 @@ def compare(results: pd.DataFrame, paper: str = "leap2025", aliases: dict | None
         try:
             pub = paper_values(paper, _PAPER_MEASURE.get(measure, measure), clf, task)
         except ValueError:  # no published table for this combination
-            pub = pd.DataFrame(columns=["mean", "std"], index=pd.MultiIndex.from_tuples([], names=["dataset", "method"]))
+            pub = pd.DataFrame(columns=["mean", "std", "dagger"],
+                               index=pd.MultiIndex.from_tuples([], names=["dataset", "method"]))
         keys = list(zip(ours["paper_dataset"], ours["method"].map(lambda m: aliases.get(m, m))))
         ours["paper_mean"] = [pub["mean"].get(k, float("nan")) for k in keys]
         ours["paper_std"] = [pub["std"].get(k, float("nan")) for k in keys]
