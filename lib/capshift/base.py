@@ -287,8 +287,8 @@ class CAPEstimator(BaseEstimator):
         V and evaluated on UPP samples of the other halves; the larger of the half-widths from absolute and from
         studentised residuals). Each side reaches at least as far as :func:`capshift.conformal.evidence_interval`,
         so that a classifier errorless on V still gets an interval; for the LEAP and CBPE families with Perks'
-        prior, and for two classes so far as to contain that evidence interval. Calibrated on first use per sample size and
-        measure and seeded by ``random_state`` (None: 0); clipped to [0, 1]. Beyond the LEAP paper, whose
+        prior, and for two classes so far as to contain that evidence interval. Calibrated on first use per
+        sample size and measure and seeded by ``random_state`` (None: 0); clipped to [0, 1]. Beyond the LEAP paper, whose
         Sect. 5.10 bootstrap intervals under-cover (see the uncertainty chapter, which compares the
         constructions over 23 datasets with the Winkler score).
 
