@@ -18,7 +18,7 @@ from scipy.special import logsumexp
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KernelDensity
 
-from capshift._kdey import KDEyEvaluator, check_kdey_backend, mixture_ml
+from capshift._kdey import KDEyEvaluator, check_kdey_backend, mixture_ml, release_weight
 from capshift import quantifiers
 from capshift.quantifiers import Quantifier
 
@@ -516,19 +516,40 @@ def test_mixture_ml_start_keeps_only_classes_strictly_above_the_threshold():
     np.testing.assert_allclose(mixture_ml(D, c, max_iter=0, em_steps=1), [1 - 5e-4, 5e-4], rtol=1e-12)
 
 
-def test_mixture_ml_kkt_check_releases_the_class_that_most_wants_weight_first():
+def test_mixture_ml_kkt_check_releases_every_violator_at_its_best_weight():
     # separated classes (density 1 on their own items): class 0 on 9,997 items, class 1 on one, class 2 on two. EM
     # leaves classes 1 and 2 out (weights ~1e-4 < 1e-3 / 3); Newton's first iteration is done on class 0 alone and
-    # the KKT check releases class 2 (gradient -2 / c, below class 1's -1 / c): after the second iteration only class
-    # 2 has weight. The optimum: n_i / (p_i + c) equal, p_i = n_i (1 + 3c) / N - c
+    # the KKT check releases classes 1 and 2 together, each at the best weight along e_j - p: class 1 at t = 1 / N
+    # (up to c), then class 2 at 2 / (N - 1) of the rest, i.e. n_i / N after one iteration. The optimum: n_i / (p_i +
+    # c) equal, p_i = n_i (1 + 3c) / N - c
     N, c = 10_000, 1e-12
     D = np.zeros((3, N))
     D[0, 3:] = D[1, 0] = D[2, 1:3] = 1.0
-    p2 = mixture_ml(D, np.full(N, c), max_iter=2)
-    assert p2[1] == 0 and p2[2] > 0
-    assert mixture_ml(D, np.full(N, c), max_iter=1).tolist() == [1.0, 0.0, 0.0]
     n = np.array([N - 3, 1, 2])
+    assert mixture_ml(D, np.full(N, c), max_iter=0).tolist() == [1.0, 0.0, 0.0]
+    np.testing.assert_allclose(mixture_ml(D, np.full(N, c), max_iter=1), n / N, rtol=0, atol=1e-11)
     np.testing.assert_allclose(mixture_ml(D, np.full(N, c)), n * (1 + 3 * c) / N - c, rtol=0, atol=1e-12)
+
+
+def test_release_weight_closed_forms():
+    # class 0 alone on a items, class 1 alone on b: along (1 - t) e_0 + t e_1 the minimiser solves a (t + c) =
+    # b (1 - t + c), t = (b (1 + c) - a c) / (a + b); class 2 explains nothing and stays at 0
+    a, b, c = 3, 1, 1e-3
+    D = np.zeros((3, a + b))
+    D[0, :a] = D[1, a:] = 1.0
+    p = release_weight(D, np.full(a + b, c), np.array([1.0, 0.0, 0.0]), 1)
+    np.testing.assert_allclose(p, [1 - 0.2495, 0.2495, 0.0], rtol=0, atol=1e-15)
+    # from (1/2, 0, 1/2) class 0's items have likelihood (1 - t) / 2 + c: t = (b (1 + 2c) - a c) / (a + b)
+    np.testing.assert_allclose(release_weight(D, np.full(a + b, c), np.array([0.5, 0.0, 0.5]), 1),
+                               [0.5 * (1 - 0.24975), 0.24975, 0.5 * (1 - 0.24975)], rtol=0, atol=1e-15)
+    assert release_weight(D, np.full(a + b, c), np.array([1.0, 0.0, 0.0]), 2).tolist() == [1.0, 0.0, 0.0]
+    # a class that explains every item better than p takes all the weight; one that explains them as well (flat
+    # along e_j - p) or worse takes none
+    D2 = np.array([[1.0, 1.0], [2.0, 2.0], [1.0, 1.0], [0.5, 0.5]])
+    start = np.array([1.0, 0.0, 0.0, 0.0])
+    assert release_weight(D2, np.full(2, c), start, 1).tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert release_weight(D2, np.full(2, c), start, 2).tolist() == start.tolist()
+    assert release_weight(D2, np.full(2, c), start, 3).tolist() == start.tolist()
 
 
 def test_mixture_ml_checks_kkt_after_a_flat_direction_stops_the_newton_steps():
@@ -586,10 +607,6 @@ def test_mixture_ml_halves_a_blocked_step_that_ends_on_the_barrier():
     t = (2 - (N - 3) * c) / N
     np.testing.assert_allclose(mixture_ml(D, np.full(N, c), em_steps=0), [1 - t, t], rtol=0, atol=1e-12)
 
-@pytest.mark.xfail(strict=True, reason="bug: a class released by the KKT check starts at weight 0, where the barrier "
-                   "-log(p + c) lets Newton's steps only about double it per iteration (~26 iterations from c = 1e-12 "
-                   "to 1e-4), and classes are released one at a time: nine such classes exceed max_iter = 200 and the "
-                   "last ones are returned at ~0")
 def test_mixture_ml_reaches_the_optimum_when_the_kkt_check_releases_many_classes():
     # separated classes: class 0 on N - 9 items, classes 1-9 on one item each; EM leaves 1-9 out (1 / N < 1e-3 / 10)
     # and each must be released. Optimum: p_i = n_i (1 + 10c) / N - c

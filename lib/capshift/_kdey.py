@@ -26,8 +26,9 @@ classes and 7,000 validation points that is about 0.1 s for the densities and 0.
 - **Mixture weights.** The negative log-likelihood is convex on the simplex; a Newton method with an
   active set (the cells fixed at 0) and the exact Hessian ``sum_k d_k d_k^T / (p . d_k + eps)²`` solves
   it to round-off, with a backtracking line search and a ratio test that drops a class when its weight
-  reaches 0; a class is added back when its gradient is below the multiplier of the sum constraint (KKT).
-  It stops when the Newton decrement is below ``1e-20 (1 + |f|)`` (or f stops decreasing at round-off)
+  reaches 0; the classes whose gradient is below the multiplier of the sum constraint (KKT) are added back
+  together, each started at the weight that minimises the objective along ``e_j - p`` (:func:`release_weight`).
+  It stops when the squared Newton decrement is below ``1e-26 (1 + |f|)`` (or f stops decreasing at round-off)
   and the KKT conditions hold.
 
 Because QuaPy's SLSQP stops at ``ftol = 1e-6``, its estimates differ from the exact optimum by up to about
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["KDEyEvaluator", "KDEY_BACKENDS", "check_kdey_backend", "mixture_ml"]
+__all__ = ["KDEyEvaluator", "KDEY_BACKENDS", "check_kdey_backend", "mixture_ml", "release_weight"]
 
 KDEY_BACKENDS = ("capshift", "quapy")
 _EPS = 1e-12          # QuaPy's epsilon in KDEyML.aggregate
@@ -141,9 +142,48 @@ def mixture_ml(D, c, max_iter: int = 200, em_steps: int = 10) -> np.ndarray:
             viol = np.flatnonzero(~free & (g < mu - 1e-10 * (1.0 + abs(mu))))
             if len(viol) == 0:
                 break
-            free[viol[np.argmin(g[viol])]] = True    # release the class that most wants weight
-            last = np.inf
+            for j in viol:                           # every violator, each started at its best weight
+                p = release_weight(D, c, p, j)
+            free[viol] = True
+            f, last = value(p), np.inf
     return p / p.sum()
+
+
+def release_weight(D, c, p, j: int) -> np.ndarray:
+    """The mixture ``(1 - t) p + t e_j`` that minimises ``-sum_k log(p . D[:, k] + c[k])`` over ``t`` in [0, 1].
+
+    :func:`mixture_ml` starts a class that its KKT check releases here rather than at weight 0: from 0, the
+    barrier ``-log(p . d_k + c_k)`` of an item that only class j explains lets a Newton step about double the
+    class's weight (some 26 iterations from ``c = 1e-12`` to 1e-4, per class). The objective is convex in t,
+    so its derivative ``phi'(t) = -sum_k (D[j, k] - p . D[:, k]) / (p . D[:, k] + t (D[j, k] - p . D[:, k]) + c_k)``
+    is increasing; its root is found by bisection on ``log10 t`` in [-30, 0] (64 halvings: t to 1e-17
+    relatively). ``t = 0`` where ``phi'(1e-30) >= 0`` (j wants no weight, or the objective is flat along ``e_j - p``),
+    else ``t = 1`` where ``phi'(1) <= 0``.
+
+    ``D`` float (n, m) >= 0, ``c`` float (m,) > 0, ``p`` float (n,) on the simplex, ``j`` a class index.
+    Returns float (n,) on the simplex."""
+    q = p @ D
+    dj = D[j] - q
+
+    def slope(t):
+        return -(dj / (q + t * dj + c)).sum()
+
+    if slope(1e-30) >= 0:
+        t = 0.0
+    elif slope(1.0) <= 0:
+        t = 1.0
+    else:
+        lo, hi = -30.0, 0.0
+        for _ in range(64):
+            mid = 0.5 * (lo + hi)
+            if slope(10.0 ** mid) < 0:
+                lo = mid
+            else:
+                hi = mid
+        t = 10.0 ** (0.5 * (lo + hi))
+    out = (1.0 - t) * p
+    out[j] += t
+    return out
 
 
 class KDEyEvaluator:
