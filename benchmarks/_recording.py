@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def git_commit() -> str:
-    """The checkout's short commit hash ("" outside a git checkout)."""
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    """The checkout's short commit hash, with "-dirty" when a tracked file differs from it ("" outside a git
+    checkout): a record made on an uncommitted tree says so."""
+    return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], capture_output=True,
+                          text=True).stdout.strip()
 
 
 def machine() -> str:

@@ -66,7 +66,18 @@ CANDIDATES = {
     "rates-prevbins-union": ("rates", False, 4, "absolute", "union", "prevalence"),
     "rates-prevbins-floor-perks": ("rates", False, 4, "absolute", True, "prevalence", "perks"),
     "rates-prevbins-union-perks": ("rates", False, 4, "absolute", "union", "prevalence", "perks"),
+    # predict_interval's default for the LEAP and CBPE families, read from capshift.conformal.RATES_INTERVALS when
+    # the run starts (_default_options), so that the record is of the default itself
+    "default": ("rates", "RATES_INTERVALS"),
 }
+
+
+def _default_options():
+    """The options of ``with_options`` that :data:`capshift.conformal.RATES_INTERVALS` sets (the scheme, splits and
+    calibration samples are the run's: rates, 10, 500, which the run checks against it)."""
+    from capshift.conformal import RATES_INTERVALS as R
+    assert (R["scheme"], R["n_splits"], R["n_cal"]) == ("rates", 10, 500), R
+    return (False, R["bins"], R["score"], R["floor"], R["bin_by"], R["prior"])
 
 
 def _one_dataset(name: str, args) -> str:
@@ -117,6 +128,7 @@ def _one_dataset(name: str, args) -> str:
                     point = np.asarray(full.predict_batch(samples[size], measure), dtype=float)
                     for cand in args.candidates:
                         scheme, *opts = CANDIDATES[cand]
+                        opts = _default_options() if opts == ["RATES_INTERVALS"] else opts
                         t2 = time.perf_counter()
                         b = cis[scheme].with_options(*opts).bounds(samples[size], point, measure, 0.05)
                         seconds[m][f"{cand}/{size}/{measure}"] = time.perf_counter() - t2
@@ -185,7 +197,7 @@ def run_nannyml(args) -> None:
 SHIFT_EDGES = (0.4, 0.7)
 SHIFT_LABELS = ("low (< 0.4)", "moderate (0.4-0.7)", "strong (>= 0.7)")
 #: Constructions kept per sample for the by-shift comparison with NannyML's band.
-BY_SHIFT = ("mc-both-floor", "rates-floor", "rates-prevbins-floor", "nannyml-band")
+BY_SHIFT = ("default", "rates-prevbins-floor", "nannyml-band")
 
 
 def collect(args, wall=None) -> None:
@@ -195,9 +207,12 @@ def collect(args, wall=None) -> None:
     from _recording import git_commit, machine, write_recording
 
     from capshift.uncertainty import dataset_scores
-    work = Path(args.work)
+    folders = [Path(w) for w in (args.works or [args.work])]
+    if args.works:  # the datasets whose NannyML stage ran in one of the folders
+        args.datasets = [n for n in args.datasets if any((w / f"{n}_nannyml.parquet").exists() for w in folders)]
     frames = []
     for name in args.datasets:
+        work = next((w for w in folders if (w / f"{name}_nannyml.parquet").exists()), folders[0])
         ours = pd.concat([pd.read_parquet(f) for f in sorted(work.glob(f"{name}_capshift*.parquet"))],
                          ignore_index=True)
         nm = pd.read_parquet(work / f"{name}_nannyml.parquet").drop(columns="seconds")
@@ -215,18 +230,19 @@ def collect(args, wall=None) -> None:
     scores = dataset_scores(df, 0.05, by)
     df["shift_bin"] = pd.Categorical.from_codes(np.digitize(df["shift"], SHIFT_EDGES), SHIFT_LABELS)
     shift = dataset_scores(df[df["construction"].isin(BY_SHIFT)], 0.05, by + ["shift_bin"])
-    run_args = json.loads((work / "run.json").read_text())
-    versions = json.loads((work / "nannyml.json").read_text())
+    run_args = json.loads((folders[0] / "run.json").read_text())
+    versions = json.loads((folders[0] / "nannyml.json").read_text())
     cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])
     what = (f"{len(args.datasets)} offline datasets, LR, {run_args['n_samples']} UPP samples of each size "
             f"{args.sizes}, 95% intervals, accuracy and F1")
-    tail = [f"commit {git_commit()}; NannyML {versions['nannyml']} in its own venv (Python {versions['python']})",
+    commits = {json.loads(f.read_text())["commit"] for w in folders for f in w.glob("run*.json")}
+    tail = [f"commit of the runs {', '.join(sorted(commits))}, of this summary {git_commit()}; NannyML {versions['nannyml']} in its own venv (Python {versions['python']})",
             f"wall time: {'%.0f s' % wall if wall else 'see book/measured/runs.yml'}; machine: {machine()}"]
     write_recording(args.out, [f"capshift: interval constructions and NannyML CBPE's band on the same samples "
                                f"({what}), per dataset (uncertainty.dataset_scores), measured {date.today()}",
                                f"command: {cmd}", *tail], scores.round(6))
     out_shift = Path(args.out).with_name(Path(args.out).stem + "_by_shift.csv")
-    write_recording(out_shift, [f"capshift: the default interval, the previous default and NannyML CBPE's band "
+    write_recording(out_shift, [f"capshift: the default interval, the one-split record's choice and NannyML CBPE's band "
                                 f"by amount of shift ({what}), per dataset and shift bin (L1 distance of the "
                                 f"sample's prevalence to V's: edges {SHIFT_EDGES}), measured {date.today()}",
                                 f"command: {cmd}", *tail], shift.round(6))
@@ -296,8 +312,11 @@ def main(argv=None):
     ap.add_argument("--candidates", nargs="+", default=list(CANDIDATES), choices=list(CANDIDATES))
     ap.add_argument("--tag", default="", help="suffix of this run's files in --work (runs with other candidates)")
     args = ap.parse_args(argv)
-    if (args.stage == "splits") != (args.work is None) or (args.stage == "splits" and not args.works):
-        ap.error("stage splits takes --works (one folder per split seed); the other stages take --work")
+    if args.stage == "splits" and (args.work is not None or not args.works):
+        ap.error("stage splits takes --works (one folder per split seed)")
+    if args.stage != "splits" and (args.work is None) == (args.stage != "collect" or not args.works):
+        ap.error("stage collect takes --work or --works (folders of one split seed: e.g. the binary and the "
+                 "multiclass datasets' runs); the stages run, nannyml and all take --work")
     if args.datasets is None:
         if args.stage == "nannyml":
             args.datasets = json.loads((Path(args.work) / "run.json").read_text())["datasets"]
