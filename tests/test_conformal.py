@@ -12,7 +12,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from capshift import conformal as C, experiment, protocols
-from capshift.tables import accuracy, contingency_table
+from capshift.tables import accuracy, class_counts, contingency_table
 
 
 # ------------------------------------------------------------------------------------- the conformal quantile
@@ -454,7 +454,7 @@ def _evidence_sd(counts, acc_counts, gamma, size):
     """The studentised scale by hand: the standard deviation of the sample's accuracy, the sum of independent
     beta-binomial error counts (variance n a b (a + b + n) / ((a + b)^2 (a + b + 1))), at least 1/size."""
     counts = np.asarray(counts, dtype=float)
-    N = C._class_counts(C.acc_prevalence(acc_counts, gamma), size)
+    N = class_counts(C.acc_prevalence(acc_counts, gamma), size)
     var = 0.0
     for i in range(2):
         a, b, n = counts[i, 1 - i] + 0.5, counts[i, i] + 0.5, N[i]
@@ -655,17 +655,6 @@ def test_fractions_and_counts():
     np.testing.assert_array_equal(C._counts([0, 1], [0, 0], 2), [[1, 0], [1, 0]])  # the last cell empty
 
 
-def test_class_counts_are_largest_remainders_ties_to_the_first_class():
-    assert C._class_counts([0.5, 0.5], 7).tolist() == [4, 3]
-    assert C._class_counts([1 / 3, 1 / 3, 1 / 3], 4).tolist() == [2, 1, 1]
-    assert C._class_counts([1 / 3, 1 / 3, 1 / 3], 5).tolist() == [2, 2, 1]
-    assert C._class_counts([0.25, 0.25, 0.5], 2).tolist() == [1, 0, 1]
-    assert C._class_counts([0.15, 0.6, 0.25], 10).tolist() == [2, 6, 2]   # raw 1.5, 6, 2.5: ties to the first
-    assert C._class_counts([0.12, 0.18, 0.7], 10).tolist() == [1, 2, 7]   # remainders .2 and .8: the larger
-    assert C._class_counts([0.1, 0.2, 0.7], 10).tolist() == [1, 2, 7]     # exact: nothing to add
-    assert C._class_counts([0.0, 1.0], 3).tolist() == [0, 3]
-
-
 @pytest.mark.parametrize("bad", [[1, 2], [[1, 2, 3], [4, 5, 6]], [[3]], [[1, np.nan], [0, 1]],
                                  [[1, np.inf], [0, 1]], [[1, -1], [0, 1]], np.zeros((2, 2, 2))])
 def test_check_counts_message(bad):
@@ -779,7 +768,7 @@ def test_evidence_interval_perks_prior_by_hand():
     # the Monte Carlo path draws Dirichlet(V[i] + 1/n)
     W = np.array([[30, 5, 5], [4, 40, 6], [2, 3, 45]])
     rng = np.random.default_rng(7)
-    counts = C._class_counts([0.2, 0.3, 0.5], 30)
+    counts = class_counts([0.2, 0.3, 0.5], 30)
     rates = np.stack([rng.dirichlet(W[i] + 1 / 3, 50) for i in range(3)], axis=1)
     tables = np.stack([rng.multinomial(counts[i], rates[:, i]) for i in range(3)], axis=1) / 30
     from capshift.tables import macro_f1
@@ -796,7 +785,7 @@ def test_evidence_interval_monte_carlo_path_by_hand():
     from capshift.tables import balanced_accuracy as bacc
     V = np.array([[40, 8], [6, 46]])
     rng = np.random.default_rng(7)
-    counts = C._class_counts([0.3, 0.7], 30)
+    counts = class_counts([0.3, 0.7], 30)
     rates = np.stack([rng.dirichlet(V[i] + 0.5, 50) for i in range(2)], axis=1)
     tables = np.stack([rng.multinomial(counts[i], rates[:, i]) for i in range(2)], axis=1) / 30
     values = bacc(tables)
@@ -961,15 +950,6 @@ def test_rates_scheme_studentised_scores(echo):
     np.testing.assert_allclose(c["scale"], [_evidence_sd(ci.val_counts_, ci.val_counts_, g, 20) for g in c["gamma"]],
                                rtol=1e-9)
     np.testing.assert_allclose(r, ci._residuals(20, "accuracy") / c["scale"], rtol=1e-12)
-
-
-def test_class_counts_break_ties_by_class_order_for_many_classes():
-    # 18 classes, remainders .5, .25, .75 repeated: 9 items to add go to the six .75s, then the first three .5s
-    # (a stable sort; numpy's default sort is not stable beyond 16 items)
-    raw = np.r_[np.full(5, 2), np.ones(13)] + np.tile([0.5, 0.25, 0.75], 6)
-    expected = np.floor(raw).astype(int)
-    expected[[2, 5, 8, 11, 14, 17, 0, 3, 6]] += 1
-    assert C._class_counts(raw / 32, 32).tolist() == expected.tolist()
 
 
 def test_evidence_interval_prevalence_of_non_numbers():

@@ -185,3 +185,39 @@ def test_f1_pos_is_a_class_index_and_lookups_keep_callables():
     stack = np.stack([np.eye(2) / 2] * 3)
     assert T.measure_value(stack, mine).dtype == float  # a measure's integers come back as floats
     assert T.measure_value(np.eye(2) / 2) == 1.0 and T.measure_value(np.array([[0.25, 0.25], [0.5, 0.0]])) == 0.25
+
+
+# ---- class_counts: largest remainders (the sample sizes of the conformal calibration and the PPS check) ----
+
+def test_class_counts_are_largest_remainders_ties_to_the_first_class():
+    assert T.class_counts([0.5, 0.5], 7).tolist() == [4, 3]
+    assert T.class_counts([1 / 3, 1 / 3, 1 / 3], 4).tolist() == [2, 1, 1]
+    assert T.class_counts([1 / 3, 1 / 3, 1 / 3], 5).tolist() == [2, 2, 1]
+    assert T.class_counts([0.25, 0.25, 0.5], 2).tolist() == [1, 0, 1]
+    assert T.class_counts([0.15, 0.6, 0.25], 10).tolist() == [2, 6, 2]   # raw 1.5, 6, 2.5: ties to the first
+    assert T.class_counts([0.12, 0.18, 0.7], 10).tolist() == [1, 2, 7]   # remainders .2 and .8: the larger
+    assert T.class_counts([0.1, 0.2, 0.7], 10).tolist() == [1, 2, 7]     # exact: nothing to add
+    assert T.class_counts([0.0, 1.0], 3).tolist() == [0, 3]
+
+
+def test_class_counts_break_ties_by_class_order_for_many_classes():
+    # 18 classes, remainders .5, .25, .75 repeated: 9 items to add go to the six .75s, then the first three .5s
+    # (a stable sort; numpy's default sort is not stable beyond 16 items)
+    raw = np.r_[np.full(5, 2), np.ones(13)] + np.tile([0.5, 0.25, 0.75], 6)
+    expected = np.floor(raw).astype(int)
+    expected[[2, 5, 8, 11, 14, 17, 0, 3, 6]] += 1
+    assert T.class_counts(raw / 32, 32).tolist() == expected.tolist()
+
+
+def test_class_counts_sum_to_size_and_name_bad_arguments():
+    assert T.class_counts([0.5, 0.5], 19).tolist() == [10, 9]       # rounding each class gives 10 + 10
+    assert T.class_counts([1 / 3] * 3, 20).tolist() == [7, 7, 6]
+    assert T.class_counts([0.26, 0.74], 10).tolist() == [3, 7]      # remainders .6 and .4
+    assert T.class_counts([0.5, 0.5], 0).tolist() == [0, 0]
+    assert T.class_counts([0.5, 0.5], 3).dtype == np.int64
+    with pytest.raises(ValueError, match="size must be >= 0"):
+        T.class_counts([0.5, 0.5], -1)
+    with pytest.raises(ValueError, match="prevalence .*sum"):
+        T.class_counts([0.5, 0.6], 10)
+    with pytest.raises(ValueError, match=r"prevalence must be one distribution, shape \(n,\), got shape \(2, 2\)"):
+        T.class_counts([[0.5, 0.5], [0.5, 0.5]], 10)

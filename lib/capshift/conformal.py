@@ -43,7 +43,7 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 from .validation import check_fitted, check_fraction, check_int, check_labels, check_seed, check_X
 from .protocols import upp_indices
 from .quantifiers import Quantifier
-from .tables import MEASURES, contingency_table, get_measure
+from .tables import MEASURES, class_counts, contingency_table, get_measure
 
 __all__ = ["ConformalInterval", "conformal_quantile", "evidence_interval", "acc_prevalence", "unfitted_copy", "BIN_BY",
            "RATES_INTERVALS", "MC_INTERVALS",
@@ -591,15 +591,6 @@ def _counts(y, pred, n: int) -> np.ndarray:
     return np.bincount(np.asarray(y, dtype=int) * n + np.asarray(pred, dtype=int), minlength=n * n).reshape(n, n).astype(float)
 
 
-def _class_counts(prevalence, size: int) -> np.ndarray:
-    """Integer class counts of a sample of ``size`` items with class fractions ``prevalence`` (largest
-    remainders, so they sum to ``size``)."""
-    raw = np.asarray(prevalence, dtype=float) * size
-    counts = np.floor(raw).astype(int)
-    counts[np.argsort(counts - raw, kind="stable")[: size - counts.sum()]] += 1
-    return counts
-
-
 def _check_counts(val_counts) -> np.ndarray:
     V = np.asarray(val_counts, dtype=float)
     if V.ndim != 2 or V.shape[0] != V.shape[1] or V.shape[0] < 2 or not np.all(np.isfinite(V)) or np.any(V < 0):
@@ -684,7 +675,7 @@ def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random
     if p.shape != (n,) or not np.all(np.isfinite(p)) or np.any(p < -1e-12) or abs(p.sum() - 1) > 1e-6:
         raise ValueError(f"prevalence must be {n} non-negative fractions summing to 1, got {p!r}")
     size = check_int(size, "size")
-    counts = _class_counts(np.clip(p, 0, None) / np.clip(p, 0, None).sum(), size)
+    counts = class_counts(np.clip(p, 0, None) / np.clip(p, 0, None).sum(), size)
     rows = V.sum(axis=1, keepdims=True)
     mle = np.divide(V, rows, out=np.full_like(V, 1.0 / n), where=rows > 0)
     f = get_measure(measure)

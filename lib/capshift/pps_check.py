@@ -36,6 +36,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from .validation import check_distribution, check_every_class, check_fraction, check_int, check_labels, check_seed, check_X
+from .tables import class_counts
 
 __all__ = ["PPSTest", "pps_test", "reference_sample", "stratified_rank_test", "detectable_auc", "DEFAULT_LEVEL",
            "DEFAULT_MIN_ITEMS", "DEFAULT_MAX_ITEMS"]
@@ -95,10 +96,7 @@ def reference_sample(y_val, prevalence, size: int, seed: int) -> np.ndarray:
     with np.errstate(divide="ignore"):
         cap = np.where(q > 0, np.floor(counts / np.where(q > 0, q, 1.0)), np.inf)
     s = int(min(size, cap.min()))
-    raw = q * s
-    want = np.floor(raw).astype(int)
-    want[np.argsort(want - raw, kind="stable")[: max(s - int(want.sum()), 0)]] += 1
-    want = np.minimum(want, counts)
+    want = np.minimum(class_counts(q, s), counts)
     rng = np.random.default_rng(check_seed(seed, "seed"))
     idx = np.concatenate([rng.choice(np.flatnonzero(y == i), want[i], replace=False) for i in range(n)])
     return rng.permutation(idx.astype(np.int64))

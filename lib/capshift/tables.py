@@ -17,10 +17,10 @@ from typing import Callable
 
 import numpy as np
 
-from .validation import ATOL, check_int, check_labels
+from .validation import ATOL, check_distribution, check_int, check_labels
 
 __all__ = [
-    "contingency_table", "check_table", "true_prevalence", "predicted_prevalence",
+    "contingency_table", "check_table", "true_prevalence", "predicted_prevalence", "class_counts",
     "accuracy", "f1", "macro_f1", "precision", "recall", "balanced_accuracy",
     "MEASURES", "get_measure", "measure_value",
 ]
@@ -94,6 +94,24 @@ def check_table(C, name: str = "table", atol: float = ATOL) -> np.ndarray:
 def true_prevalence(C) -> np.ndarray:
     """Row sums of ``C``: the true class prevalence q, shape ``(..., n)``. ValueError for an invalid table."""
     return check_table(C, "C").sum(axis=-1)
+
+
+def class_counts(prevalence, size: int) -> np.ndarray:
+    """Integer class counts of a sample of ``size`` items at class fractions ``prevalence``, by largest
+    remainders: ``floor(q_i * size)`` items of class i, and one more for each of the ``size - sum`` classes of
+    largest remainder ``q_i * size - floor(q_i * size)``, ties to the lower class index. The counts sum to
+    ``size`` exactly (rounding each class could give ``size + 1``: 10 + 10 at (.5, .5) for 19).
+
+    ``prevalence``: float (n,), >= 0, summing to 1 (:func:`capshift.validation.check_distribution`); ``size``: int
+    >= 0. Returns int64 (n,). Raises TypeError/ValueError naming the argument."""
+    q = check_distribution(prevalence, "prevalence")
+    if q.ndim != 1:
+        raise ValueError(f"prevalence must be one distribution, shape (n,), got shape {q.shape}")
+    size = check_int(size, "size", min_value=0)
+    raw = q * size
+    counts = np.floor(raw).astype(np.int64)
+    counts[np.argsort(counts - raw, kind="stable")[: max(size - int(counts.sum()), 0)]] += 1
+    return counts
 
 
 def predicted_prevalence(C) -> np.ndarray:
