@@ -115,10 +115,6 @@ def _distinct(X) -> np.ndarray:
     return np.sort(first)
 
 
-def _rows(X, idx):
-    return X[idx] if not sp.issparse(X) else X[idx]
-
-
 def stratified_rank_test(scores, is_batch, strata) -> tuple[float, float]:
     """One-sided van Elteren test (a Mann-Whitney test stratified by ``strata``, each stratum's rank sum weighted by
     1/(N_k + 1); van Elteren, Bull. Int. Stat. Inst. 37, 1960) that batch items score higher than reference items.
@@ -201,13 +197,13 @@ def pps_test(X_batch, X_val, y_val, prevalence, level: float = DEFAULT_LEVEL, cl
     capped = max_items is not None and m_batch > max_items
     if capped:
         cut = np.sort(np.random.default_rng([seed, 2]).choice(m_batch, max_items, replace=False))
-        Xb = _rows(Xb, cut)
+        Xb = Xb[cut]
         Pb_all = None if Pb_all is None else Pb_all[cut]
     n_read = Xb.shape[0]
     keep_b = _distinct(Xb)
     n_distinct = len(keep_b)
     keep_v = _distinct(Xv)
-    Xb, Xv, yv = _rows(Xb, keep_b), _rows(Xv, keep_v), yv[keep_v]
+    Xb, Xv, yv = Xb[keep_b], Xv[keep_v], yv[keep_v]
     if Pb_all is not None:
         Pb_all, Pv_all = Pb_all[keep_b], Pv_all[keep_v]
     check_every_class(yv, q.shape[-1], "y_val")
@@ -220,7 +216,7 @@ def pps_test(X_batch, X_val, y_val, prevalence, level: float = DEFAULT_LEVEL, cl
     b_idx = rng.permutation(Xb.shape[0])[:s]
     ref = ref[:s]
     half = s // 2
-    A = sp.vstack([_rows(Xb, b_idx), _rows(Xv, ref)]) if sp.issparse(Xb) else np.vstack([Xb[b_idx], Xv[ref]])
+    A = sp.vstack([Xb[b_idx], Xv[ref]]) if sp.issparse(Xb) else np.vstack([Xb[b_idx], Xv[ref]])
     d = np.r_[np.ones(s, dtype=int), np.zeros(s, dtype=int)]
     fit_rows = np.r_[np.arange(half), s + np.arange(half)]
     test_rows = np.r_[np.arange(half, s), s + np.arange(half, s)]
