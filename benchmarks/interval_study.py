@@ -279,9 +279,11 @@ def collect_splits(args) -> None:
     if len(sizes) != 1 or len(n_samples) != 1:
         raise SystemExit(f"the runs differ in --sizes {sorted(sizes)} or --n-samples {sorted(n_samples)}")
     df = pd.concat(frames, ignore_index=True)
-    # a dataset counts only with every split done
+    # a dataset, and a construction of it, count only with every split done
     done = df.groupby("dataset")["split"].nunique()
     df = df[df["dataset"].isin(done[done == len(seeds)].index)]
+    every = df.groupby(["dataset", "construction"])["split"].transform("nunique") == len(seeds)
+    df = df[every]
     names = list(dict.fromkeys(df["dataset"]))
     scores = split_scores(df, 0.05, ["task", "method", "size", "measure"])
     cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])

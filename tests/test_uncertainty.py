@@ -562,6 +562,9 @@ def test_split_scores_by_hand():
     assert out["oracle"] == pytest.approx(0.2)
     # covered: the first sample of split 0 only
     assert out["C"] == 0.25 and out["worst_split_C"] == 0.0 and out["splits"] == 2 and out["n"] == 4
+    # the splits' coverages .5 and 0: standard deviation sqrt(.125), over sqrt(2)
+    assert out["C_se"] == pytest.approx(0.25)
+    assert np.isnan(U.split_scores(r[r.split == 0], alpha=0.5, by=["task"]).iloc[0]["C_se"])  # one split
     assert out["A"] == pytest.approx((0.3 + 0.1 + 0.15 + 0.3) / 4)
     # squared split means .01 (x2) and .01 (x2) over squared errors .01 + .01 + .01 + .09
     assert out["bias_share"] == pytest.approx(0.04 / 0.12)
@@ -597,3 +600,28 @@ def test_union_floor_contains_the_evidence_interval(gaussian_problem):
     assert ci.with_options(False, floor="union").floor == "union"
     with pytest.raises(TypeError, match='True, False, "union" or "auto"'):
         ci.with_options(False, floor="Union")
+
+
+def test_coverage_floor_verdicts_with_the_records_power():
+    import pandas as pd
+    rows = pd.DataFrame({"task": "binary", "construction": ["c"] * 3 + ["d"] * 2 + ["e"],
+                         "dataset": ["a", "b", "x", "a", "b", "a"],
+                         "C": [0.95, 0.80, 0.70, 0.90, 0.86, 0.84], "C_se": [0.01, 0.02, 0.20, 0.01, 0.01, np.nan]})
+    out = U.coverage_floor(rows, by=["task"]).set_index("construction")
+    # c: b is below .85 by .05 > 2 x .02 (missed); x is below but within 2 x .20
+    assert out.loc["c", "verdict"] == "missed" and out.loc["c", "below"] == "b, x"
+    assert out.loc["c", "clearly_below"] == "b" and out.loc["c", "lowest"] == 0.70
+    assert out.loc["d", "verdict"] == "met" and out.loc["d", "below"] == ""
+    # one split (C_se NaN): a dataset below the floor is below it
+    assert out.loc["e", "verdict"] == "missed"
+    wide = U.coverage_floor(rows.assign(C_se=rows.C_se * 3), by=["task"]).set_index("construction")
+    assert wide.loc["c", "verdict"] == "not enough evidence" and wide.loc["c", "clearly_below"] == ""
+    assert U.coverage_floor(rows, floor=0.8, by=["task"]).set_index("construction").loc["c", "below"] == "x"
+    assert U.coverage_floor(rows, z=0.0, by=["task"]).set_index("construction").loc["c", "clearly_below"] == "b, x"
+    with pytest.raises(ValueError, match="z must be"):
+        U.coverage_floor(rows, z=-1, by=["task"])
+    with pytest.raises(ValueError, match="floor"):
+        U.coverage_floor(rows, floor=1.5, by=["task"])
+    with pytest.raises(ValueError, match="C_se"):
+        U.coverage_floor(rows.drop(columns="C_se"), by=["task"])
+

@@ -41,7 +41,8 @@ from .tables import get_measure
 
 __all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval", "ConformalInterval", "interval_scores",
            "conformal_quantile", "evidence_interval", "acc_prevalence", "interval_experiment", "summarise_intervals",
-           "error_structure", "coverage_by_scale", "winkler_score", "dataset_scores", "split_scores", "compare_constructions", "KINDS", "SCHEMES", "SCORES",
+           "error_structure", "coverage_by_scale", "winkler_score", "dataset_scores", "split_scores", "coverage_floor",
+           "compare_constructions", "KINDS", "SCHEMES", "SCORES",
            "FLOOR_DRAWS"]
 
 
@@ -193,8 +194,10 @@ def split_scores(results, alpha: float = 0.05, by=("task", "method", "size", "me
     the width a construction that sees only V can reach. Also ``oracle_split`` (the mean over splits of each
     split's own oracle, :func:`dataset_scores`' oracle), ``worst_split_C`` (the lowest coverage of one split),
     ``bias_share`` (the share of the mean squared error that is each split's mean error: sum of the splits'
-    squared mean errors, each weighted by its samples, over the sum of squared errors; 0 when there is no error)
-    and ``splits``; ``C``, ``A``, ``W``, ``AE``, ``n`` as :func:`dataset_scores`, over all the splits' samples.
+    squared mean errors, each weighted by its samples, over the sum of squared errors; 0 when there is no error),
+    ``C_se`` (the standard error of ``C`` with the splits as clusters: the standard deviation of the splits'
+    coverages over the square root of their number; NaN for one split) and ``splits``; ``C``, ``A``, ``W``,
+    ``AE``, ``n`` as :func:`dataset_scores`, over all the splits' samples.
 
     ``results``: :func:`dataset_scores`' rows with a ``split`` column (the seed of the split). Returns a DataFrame
     that :func:`compare_constructions` accepts (its ``ratio`` is then the width over this oracle); raises
@@ -218,8 +221,34 @@ def split_scores(results, alpha: float = 0.05, by=("task", "method", "size", "me
     pooled["oracle_split"] = weights["wo"].sum() / weights["n"].sum()
     pooled["worst_split_C"] = s["C"].min()
     pooled["splits"] = s["C"].size()
-    return pooled.reset_index()[keys + ["C", "A", "W", "AE", "n", "oracle", "oracle_split", "worst_split_C",
-                                       "bias_share", "splits"]]
+    pooled["C_se"] = s["C"].std(ddof=1) / np.sqrt(pooled["splits"])
+    return pooled.reset_index()[keys + ["C", "C_se", "A", "W", "AE", "n", "oracle", "oracle_split",
+                                       "worst_split_C", "bias_share", "splits"]]
+
+
+def coverage_floor(scores, floor: float = 0.85, z: float = 2.0, by=("task", "method", "size", "measure")):
+    """Whether every dataset's coverage reaches ``floor``, per group of ``by`` and ``construction``, from
+    :func:`split_scores`' rows (a dataset's ``C`` over its splits and its standard error ``C_se``), with the
+    power of the record: ``verdict`` is "met" when no dataset is below ``floor``, "missed" when one is below it
+    by more than ``z`` standard errors, else "not enough evidence" (a dataset below ``floor`` whose splits'
+    coverages vary too much to place it there). Also ``below`` and ``clearly_below`` (the datasets below, and
+    below by more than ``z`` standard errors, comma-separated, in the order of ``scores``) and ``lowest`` (the
+    lowest coverage). A NaN standard error (one split) counts as 0. ``floor`` in (0, 1), ``z`` >= 0. Returns a DataFrame; raises ValueError for missing columns
+    or bad ``floor`` / ``z``."""
+    f = check_fraction(floor, "floor")
+    if not np.isfinite(z) or z < 0:
+        raise ValueError(f"z must be a finite number of standard errors >= 0, got {z!r}")
+    by = list(by)
+    need = {"dataset", "construction", "C", "C_se", *by}
+    if not hasattr(scores, "columns") or not need <= set(scores.columns):
+        raise ValueError(f"scores must be split_scores' rows, with the columns {sorted(need)}")
+    rows = []
+    for key, g in scores.groupby(by + ["construction"], sort=False):
+        low = g[g["C"] < f]
+        clear = low[low["C"] + z * low["C_se"].fillna(0.0) < f]
+        verdict = "met" if low.empty else "missed" if len(clear) else "not enough evidence"
+        rows.append((*key, verdict, ", ".join(low["dataset"]), ", ".join(clear["dataset"]), g["C"].min()))
+    return pd.DataFrame(rows, columns=by + ["construction", "verdict", "below", "clearly_below", "lowest"])
 
 
 def compare_constructions(scores, by=("task", "method", "size", "measure")):
