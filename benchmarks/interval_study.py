@@ -262,14 +262,14 @@ def collect_splits(args) -> None:
     from _recording import git_commit, machine, write_recording
 
     from capshift.uncertainty import split_scores
-    frames, seeds, sizes, n_samples, commits = [], set(), set(), set(), set()
+    frames, seeds, sizes, n_samples, all_runs = [], set(), set(), set(), []
     for w in map(Path, args.works):
         # a folder holds one split seed; its tagged runs (run_<tag>.json) add datasets or candidates
         runs = [json.loads(f.read_text()) for f in sorted(w.glob("run*.json"))]
         if len({r["seed"] for r in runs}) != 1:
             raise SystemExit(f"{w}: its runs used different split seeds; use one folder per seed")
         seeds.add(runs[0]["seed"])
-        commits |= {r.get("commit", "not recorded") for r in runs}
+        all_runs += runs
         sizes |= {tuple(r["sizes"]) for r in runs}
         n_samples |= {r["n_samples"] for r in runs}
         for name in args.datasets:
@@ -284,6 +284,8 @@ def collect_splits(args) -> None:
     df = df[df["dataset"].isin(done[done == len(seeds)].index)]
     every = df.groupby(["dataset", "construction"])["split"].transform("nunique") == len(seeds)
     df = df[every]
+    kept = set(df["construction"])  # the commits of the runs whose constructions the record keeps
+    commits = {r.get("commit", "not recorded") for r in all_runs if kept & set(r["candidates"])}
     names = list(dict.fromkeys(df["dataset"]))
     scores = split_scores(df, 0.05, ["task", "method", "size", "measure"])
     cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])
