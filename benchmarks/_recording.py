@@ -18,10 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def git_commit() -> str:
-    """The checkout's short commit hash, with "-dirty" when a tracked file differs from it ("" outside a git
-    checkout): a record made on an uncommitted tree says so."""
-    return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], capture_output=True,
-                          text=True).stdout.strip()
+    """The checkout's short commit hash, with "-dirty" when the code that computes records (lib/ or benchmarks/)
+    differs from it ("" outside a git checkout): a record made on uncommitted code says so."""
+    root = Path(__file__).resolve().parents[1]
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True,
+                          cwd=root).stdout.strip()
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "lib", "benchmarks"], cwd=root).returncode == 1
+    return head + ("-dirty" if head and dirty else "")
 
 
 def machine() -> str:
