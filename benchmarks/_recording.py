@@ -18,12 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def git_commit() -> str:
-    """The checkout's short commit hash, with "-dirty" when the code that computes records (lib/ or benchmarks/)
-    differs from it ("" outside a git checkout): a record made on uncommitted code says so."""
+    """The checkout's short commit hash, with "-dirty" when the code that computes records (lib/, benchmarks/ but
+    its mutation records) differs from it ("" outside a git checkout): a record made on uncommitted code says so."""
     root = Path(__file__).resolve().parents[1]
     head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True,
                           cwd=root).stdout.strip()
-    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "lib", "benchmarks"], cwd=root).returncode == 1
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "lib", "benchmarks", ":!benchmarks/mutation"],
+                           cwd=root).returncode == 1
     return head + ("-dirty" if head and dirty else "")
 
 
