@@ -543,6 +543,11 @@ def test_release_weight_closed_forms():
     np.testing.assert_allclose(release_weight(D, np.full(a + b, c), np.array([0.5, 0.0, 0.5]), 1),
                                [0.5 * (1 - 0.24975), 0.24975, 0.5 * (1 - 0.24975)], rtol=0, atol=1e-15)
     assert release_weight(D, np.full(a + b, c), np.array([1.0, 0.0, 0.0]), 2).tolist() == [1.0, 0.0, 0.0]
+    # a class that already has weight keeps it: from (.8, .2, 0), 3 (.8 (1 - t) + c) = .2 + .8 t + c gives
+    # t = (.2 - 2c) / 3.2, and class 1 ends at .2 (1 - t) + t
+    t = (0.2 - 2 * c) / 3.2
+    np.testing.assert_allclose(release_weight(D, np.full(a + b, c), np.array([0.8, 0.2, 0.0]), 1),
+                               [0.8 * (1 - t), 0.2 * (1 - t) + t, 0.0], rtol=0, atol=1e-15)
     # a class that explains every item better than p takes all the weight; one that explains them as well (flat
     # along e_j - p) or worse takes none
     D2 = np.array([[1.0, 1.0], [2.0, 2.0], [1.0, 1.0], [0.5, 0.5]])
