@@ -143,34 +143,10 @@ def git_commit() -> str:
     return out.stdout.strip()
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("module", help="a module of lib/capshift, without .py (e.g. pps_check)")
-    ap.add_argument("--tests", nargs="+", default=None, help="test files to run (default: see default_tests)")
-    ap.add_argument("--work", default=None, help="scratch folder (default $TMPDIR/capshift-mutate/<module>)")
-    ap.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
-    args = ap.parse_args(argv)
-    module = args.module.removesuffix(".py")
-    if not (ROOT / "lib" / "capshift" / f"{module}.py").exists():
-        ap.error(f"lib/capshift/{module}.py does not exist")
-    tests = args.tests or default_tests(module)
-    if not tests:
-        ap.error(f"no test file imports capshift.{module}: name them with --tests")
-    work = Path(args.work) if args.work else Path(tempfile.gettempdir()) / "capshift-mutate" / module
-    commit = git_commit()  # the code and tests copied now
-    scratch_copy(work, module, tests)
-    print(f"mutating lib/capshift/{module}.py against {' '.join(tests)} in {work}", flush=True)
-    t0 = time.perf_counter()
-    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": ""}
-    subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=work, env=env)
-    seconds = time.perf_counter() - t0
-    status = results(work)
-    if not any(s in KILLED for s in status.values()):
-        # mutmut stops before mutating when the tests fail on the unmutated code (or when it crashed): nothing
-        # was measured
-        print(f"no mutant was killed: did mutmut run, and do the tests pass on the unmutated code in {work}? (see "
-              "mutmut's output above); no score recorded", file=sys.stderr)
-        return 1
+def record(module: str, status: dict, run: dict) -> tuple:
+    """Write benchmarks/mutation/<module>.csv (each mutant, its status and its reason if equivalent), the module's
+    row of scores.csv (``run``: seconds, date, commit, tests, workers) and README.md. Returns (n, killed,
+    survivors, equivalent, score)."""
     equivalent = (yaml.safe_load((OUT / "equivalent.yml").read_text()) or {}).get(module) or {} \
         if (OUT / "equivalent.yml").exists() else {}
     OUT.mkdir(exist_ok=True)
@@ -196,8 +172,7 @@ def main(argv=None) -> int:
         with open(scores) as f:
             rows = {r["module"]: r for r in csv.DictReader(f)}
     rows[module] = {"module": module, "mutants": n, "killed": killed, "survived": len(survivors), "equivalent": eq,
-                    "score": f"{score:.3f}", "seconds": f"{seconds:.0f}", "date": str(date.today()),
-                    "commit": commit, "tests": " ".join(tests), "workers": args.max_children}
+                    "score": f"{score:.3f}", **run}
     # written whole to a temporary file and moved into place: runs of other modules read it meanwhile
     tmp = scores.with_suffix(f".{os.getpid()}.tmp")
     with open(tmp, "w", newline="") as f:
@@ -206,6 +181,59 @@ def main(argv=None) -> int:
         w.writerows(sorted(rows.values(), key=lambda r: r["module"]))
     os.replace(tmp, scores)
     write_summary(rows)
+    return n, killed, survivors, eq, score
+
+
+def reapply_equivalents(module: str) -> int:
+    """``--reapply-equivalents``: the recorded statuses of <module>.csv recounted with equivalent.yml."""
+    with open(OUT / f"{module}.csv") as f:
+        status = {r["mutant"]: r["status"] for r in csv.DictReader(f)}
+    with open(OUT / "scores.csv") as f:
+        row = next(r for r in csv.DictReader(f) if r["module"] == module)
+    run = {k: row[k] for k in ("seconds", "date", "commit", "tests", "workers")}
+    n, killed, survivors, eq, score = record(module, status, run)
+    print(f"{module} (recounted): {n} mutants, {killed} killed, {len(survivors)} survived, {eq} equivalent: score "
+          f"{score:.3f}; survivors: {' '.join(survivors) or 'none'}")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("module", help="a module of lib/capshift, without .py (e.g. pps_check)")
+    ap.add_argument("--tests", nargs="+", default=None, help="test files to run (default: see default_tests)")
+    ap.add_argument("--work", default=None, help="scratch folder (default $TMPDIR/capshift-mutate/<module>)")
+    ap.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--reapply-equivalents", action="store_true",
+                    help="no run: recount the recorded run (benchmarks/mutation/<module>.csv) with equivalent.yml as it "
+                         "is now (after reasons were added or a renumbering was mapped); the run's time, commit and "
+                         "date stay those recorded")
+    args = ap.parse_args(argv)
+    module = args.module.removesuffix(".py")
+    if not (ROOT / "lib" / "capshift" / f"{module}.py").exists():
+        ap.error(f"lib/capshift/{module}.py does not exist")
+    if args.reapply_equivalents:
+        return reapply_equivalents(module)
+    tests = args.tests or default_tests(module)
+    if not tests:
+        ap.error(f"no test file imports capshift.{module}: name them with --tests")
+    work = Path(args.work) if args.work else Path(tempfile.gettempdir()) / "capshift-mutate" / module
+    commit = git_commit()  # the code and tests copied now
+    scratch_copy(work, module, tests)
+    print(f"mutating lib/capshift/{module}.py against {' '.join(tests)} in {work}", flush=True)
+    t0 = time.perf_counter()
+    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": ""}
+    subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=work, env=env)
+    seconds = time.perf_counter() - t0
+    status = results(work)
+    if not any(s in KILLED for s in status.values()):
+        # mutmut stops before mutating when the tests fail on the unmutated code (or when it crashed): nothing
+        # was measured
+        print(f"no mutant was killed: did mutmut run, and do the tests pass on the unmutated code in {work}? (see "
+              "mutmut's output above); no score recorded", file=sys.stderr)
+        return 1
+    run = {"seconds": f"{seconds:.0f}", "date": str(date.today()), "commit": commit, "tests": " ".join(tests),
+           "workers": args.max_children}
+    n, killed, survivors, eq, score = record(module, status, run)
     print(f"{module}: {n} mutants, {killed} killed, {len(survivors)} survived, {eq} equivalent: score {score:.3f} "
           f"({seconds:.0f} s)")
     for name in survivors:
