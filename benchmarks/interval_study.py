@@ -197,7 +197,7 @@ def run_nannyml(args) -> None:
 SHIFT_EDGES = (0.4, 0.7)
 SHIFT_LABELS = ("low (< 0.4)", "moderate (0.4-0.7)", "strong (>= 0.7)")
 #: Constructions kept per sample for the by-shift comparison with NannyML's band.
-BY_SHIFT = ("default", "rates-prevbins-floor", "nannyml-band")
+BY_SHIFT = ("default", "rates-prevbins-floor", "nannyml-band")  # those of them that the record holds
 
 
 def collect(args, wall=None) -> None:
@@ -215,6 +215,7 @@ def collect(args, wall=None) -> None:
         work = next((w for w in folders if (w / f"{name}_nannyml.parquet").exists()), folders[0])
         ours = pd.concat([pd.read_parquet(f) for f in sorted(work.glob(f"{name}_capshift*.parquet"))],
                          ignore_index=True)
+        ours = ours[ours["construction"].isin(args.candidates)]  # --candidates: the constructions recorded
         nm = pd.read_parquet(work / f"{name}_nannyml.parquet").drop(columns="seconds")
         task = ours["task"].iloc[0]
         truth = pd.concat([pd.read_parquet(work / f"{name}_truth_{size}.parquet").assign(size=size)
@@ -235,7 +236,8 @@ def collect(args, wall=None) -> None:
     cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])
     what = (f"{len(args.datasets)} offline datasets, LR, {run_args['n_samples']} UPP samples of each size "
             f"{args.sizes}, 95% intervals, accuracy and F1")
-    commits = {json.loads(f.read_text())["commit"] for w in folders for f in w.glob("run*.json")}
+    runs = [json.loads(f.read_text()) for w in folders for f in w.glob("run*.json")]
+    commits = {r["commit"] for r in runs if set(r["candidates"]) & set(df["construction"])}
     tail = [f"commit of the runs {', '.join(sorted(commits))}, of this summary {git_commit()}; NannyML {versions['nannyml']} in its own venv (Python {versions['python']})",
             f"wall time: {'%.0f s' % wall if wall else 'see book/measured/runs.yml'}; machine: {machine()}"]
     write_recording(args.out, [f"capshift: interval constructions and NannyML CBPE's band on the same samples "
