@@ -1,6 +1,7 @@
 """Tests of capshift.shift: the four protocol families of the dataset-shift paper (DMKD 2024, Algorithms 1-4),
 their exactness, reproducibility and errors, and the quantifiers' behaviour under each shift on synthetic data."""
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -420,3 +421,689 @@ def test_model_selection_picks_from_the_grid(synth, monkeypatch):
     for name, prefix in (("PACC", "classifier__"), ("SLD", "classifier__estimator__")):
         params = shift_experiments._fit_shift_quantifier(name, p.trial(0).train, 0, True, 50).get_params()
         assert params[prefix + "C"] in (0.001, 1000.0) and params[prefix + "class_weight"] == "balanced"
+
+
+# ------------------------------------------------------------------------------------------------ hand-made pools
+# Tiny pools whose single feature is the row number, so that every sample can be traced back to its items and
+# compared with the paper's definitions (counts per class and group, prevalences, degrees, seeds, messages).
+def _tiny_grouped(n=10):
+    """n items in each (group, class) cell; groups "A" and "B" (A is the default group A, the smaller value)."""
+    y = np.tile([0, 1], 2 * n)
+    g = np.repeat(["A", "B"], 2 * n)
+    return np.arange(4 * n, dtype=float)[:, None], y, g
+
+
+def _cell_counts(groups_a, labels):
+    """[A-neg, A-pos, B-neg, B-pos] counts of a sample (groups_a: 1 for group A)."""
+    return [int(((groups_a == a) & (labels == c)).sum()) for a in (1, 0) for c in (0, 1)]
+
+
+def test_family_defaults_are_the_papers_full_scale():
+    X, y, g = _tiny_grouped()
+    levels = np.tile([1, 2, 3, 4, 5], 8)
+    for p in (shift.PriorShift(X, y), shift.GlobalCovariateShift(X, y, g), shift.LocalCovariateShift(X, y, g),
+              shift.ConceptShift(X, levels)):
+        assert (p.train_size, p.test_size, p.n_samples, p.repeats) == (5000, 500, 50, 10)
+        assert (p.train_prop, p.replace, p.random_state, p.return_type) == (0.6, True, 0, "sample_prev")
+    loc = shift.LocalCovariateShift(X, y, g)
+    assert loc.change_conditionals is True
+    np.testing.assert_allclose(loc.test_prevalences_, np.arange(0.25, 0.76, 0.05))
+
+
+def test_local_covariate_counts_follow_algorithm_3():
+    # N = 12: half from each group, 2/3 of A's half and 1/3 of B's positive; N' = 30: A-neg N'/6 = 5,
+    # B-neg N'/3 = 10, B-pos N'/6 = 5 and POS = (p_U (5 + 10 + 5) - 5) / (1 - p_U) positives of A
+    X, y, g = _tiny_grouped()
+    grid = [0.25, 1 / 3, 0.5, 0.75]
+    kw = dict(test_prevalences=grid, train_size=12, test_size=30, n_samples=1, repeats=1)
+    want = {True: [[5, 0, 10, 5], [5, 2, 10, 5], [5, 10, 10, 5], [5, 40, 10, 5]],
+            # the control: same sizes and prevalences, positives 2/3 from A and negatives 1/3 from A
+            False: [[5, 3, 10, 2], [5, 5, 10, 2], [5, 10, 10, 5], [5, 30, 10, 15]]}
+    for cc, cells in want.items():
+        p = shift.LocalCovariateShift(X, y, g, change_conditionals=cc, **kw)
+        t = p.trial(0)
+        assert t.params == {"repeat": 0, "p_L": 0.5}
+        assert _cell_counts(p.group_[t.train_index], t.train.labels) == [2, 4, 4, 2]
+        assert [_cell_counts(p.group_[p.test_pool_][idx], t.test.labels(k))
+                for k, idx in enumerate(t.test.indices)] == cells
+        expected = pd.DataFrame({"trial": 0, "repeat": 0, "p_L": 0.5, "p_U": grid, "sample": 0,
+                                 "sample_id": [0, 1, 2, 3], "degree": [-0.25, -0.17, 0.0, 0.25],
+                                 "size": [20, 22, 30, 60], "prevalence": [0.25, 7 / 22, 0.5, 0.75],
+                                 "change_conditionals": cc})
+        pd.testing.assert_frame_equal(p.parameters, expected)
+        pd.testing.assert_frame_equal(t.test.parameters, expected)
+    # a degree that rounds to zero from below is +0.0, not -0.0
+    d = shift.LocalCovariateShift(X, y, g, **(kw | dict(test_prevalences=[0.499]))).parameters["degree"].item()
+    assert d == 0.0 and math.copysign(1.0, d) == 1.0
+
+
+def test_local_covariate_errors_name_the_argument():
+    X, y, g = _tiny_grouped()
+    kw = dict(train_size=12, test_size=30, n_samples=1, repeats=1)
+    msg = ("test_prevalences must lie in [0.25, 1): changing only the positives of group A cannot reach p_U={} "
+           "from the training proportions")
+    for bad in (0.2, 1.0):
+        with pytest.raises(ValueError, match=re.escape(msg.format(bad))):
+            shift.LocalCovariateShift(X, y, g, test_prevalences=[0.5, bad], **kw)
+    # 0.25 reached by arithmetic (a rounding error below it) is accepted
+    assert shift.LocalCovariateShift(X, y, g, test_prevalences=[0.25 - 1e-9], **kw).parameters["size"].item() == 20
+    with pytest.raises(TypeError, match="test_prevalences must be a sequence of numbers, got a string"):
+        shift.LocalCovariateShift(X, y, g, test_prevalences="0.5", **kw)
+    with pytest.raises(TypeError, match="change_conditionals must be True or False, got 1"):
+        shift.LocalCovariateShift(X, y, g, change_conditionals=1, **kw)
+    fix = "lower the sample size, drop this grid value, or set replace=True (the paper samples with replacement)"
+    with pytest.raises(ValueError, match=re.escape("train_size: the training sample needs 7 items of positives of "
+                                                   f"group A, but the pool has 6; {fix}")):
+        shift.LocalCovariateShift(X, y, g, **(kw | dict(train_size=20, replace=False)))
+    with pytest.raises(ValueError, match=re.escape("test_prevalences: p_U=0.75 needs 16 items of positives of "
+                                                   f"group A, but the pool has 4; {fix}")):
+        shift.LocalCovariateShift(X, y, g, **(kw | dict(test_prevalences=[0.5, 0.75], test_size=12, replace=False)))
+
+
+def test_group_a_names_the_group_whose_positives_move():
+    X, y, g = _tiny_grouped()
+    kw = dict(test_prevalences=[0.75], train_size=12, test_size=30, n_samples=1, repeats=1)
+    for name in ("A", "B"):
+        p = shift.LocalCovariateShift(X, y, g, group_a=name, **kw)
+        assert np.array_equal(p.group_, (g == name).astype(int))
+        t = p.trial(0)
+        moved = t.test.labels(0) == 1
+        assert (g[p.test_pool_][t.test.indices[0]][moved] == name).sum() == 40
+
+
+# ------------------------------------------------------------------------------------------------ QuaPy interface
+def test_family_samples_are_addressed_by_trial_and_position():
+    X, y, g = _tiny_grouped()
+    p = shift.PriorShift(X, y, train_prevalences=[0.5], test_prevalences=[0.25, 0.75], train_size=8,
+                         test_size=4, n_samples=2, repeats=2, random_state=3)
+    assert p.samples_parameters() == [(t, k) for t in (0, 1) for k in range(4)]
+    assert repr(p) == "PriorShift(2 trials, 8 test samples, train_size=8, test_size=4, random_state=3)"
+    for t, k in [(0, 1), (1, 3), (1, 0), (0, 2)]:  # back and forth between trials: the cache follows
+        lc, want = p.sample((t, k)), p.trial(t).test
+        assert np.array_equal(lc.instances.ravel(), X[p.test_pool_][want.indices[k]].ravel())
+        assert np.array_equal(lc.labels, want.labels(k))
+
+
+# ------------------------------------------------------------------------------------------------ synthetic data
+def test_gaussian_shift_data_is_the_documented_mixture():
+    X, lv, gr = shift.gaussian_shift_data(n_per_cell=2, n_levels=3, separation=2.0, group_offset=(10, 20),
+                                          scale=0.5, seed=4)
+    assert lv.dtype == np.int64 and gr.dtype == np.int64
+    assert lv.tolist() == [1, 1, 2, 2, 3, 3] * 2 and gr.tolist() == [1] * 6 + [0] * 6  # group A first
+    centres = np.array([[(k - 2) * 2.0, 0.0] for k in lv]) + np.where(gr[:, None] == 1, [10.0, 20.0], 0.0)
+    rng = np.random.default_rng(4)
+    noise = np.vstack([rng.standard_normal((2, 2)) for _ in range(6)])  # one draw per cell, in cell order
+    np.testing.assert_allclose(X, centres + 0.5 * noise, rtol=1e-12, atol=1e-12)
+    # the defaults: 200 per cell, 5 levels, unit separation, offset (1.5, 2), scale 0.7, seed 0
+    X, lv, gr = shift.gaussian_shift_data()
+    rng = np.random.default_rng(0)
+    noise = np.vstack([rng.standard_normal((200, 2)) for _ in range(10)])
+    centres = np.array([[k - 3.0, 0.0] for k in lv]) + np.where(gr[:, None] == 1, [1.5, 2.0], 0.0)
+    np.testing.assert_allclose(X, centres + 0.7 * noise, rtol=1e-12, atol=1e-12)
+    assert np.bincount(lv).tolist() == [0] + [400] * 5 and gr.sum() == 1000
+    # group_offset strings that read as numbers are numbers
+    assert np.array_equal(shift.gaussian_shift_data(2, 3, group_offset=("1.5", "2"))[0],
+                          shift.gaussian_shift_data(2, 3, group_offset=(1.5, 2.0))[0])
+
+
+@pytest.mark.parametrize("kw, err, msg", [
+    (dict(n_per_cell=0), ValueError, "n_per_cell must be >= 1, got 0"),
+    (dict(n_levels=0), ValueError, "n_levels must be >= 1, got 0"),
+    (dict(n_levels=2), ValueError, "n_levels must be >= 3 (an ordinal label with a movable cut), got 2"),
+    (dict(group_offset=(1.0, float("nan"))), ValueError, "group_offset must be a pair of finite numbers, got (1.0, nan)"),
+    (dict(group_offset=(1.0, 2.0, 3.0)), ValueError, "group_offset must be a pair of finite numbers"),
+    (dict(separation=0), ValueError, "separation must be a positive number, got 0"),
+    (dict(separation=True), ValueError, "separation must be a positive number, got True"),
+    (dict(separation="1"), ValueError, "separation must be a positive number, got '1'"),
+    (dict(scale=-0.5), ValueError, "scale must be a positive number, got -0.5"),
+    (dict(seed=-1), ValueError, "seed must be in 0..2**32-1"),
+])
+def test_gaussian_shift_data_errors_name_the_argument(kw, err, msg):
+    with pytest.raises(err, match=re.escape(msg)):
+        shift.gaussian_shift_data(**kw)
+
+
+def test_gaussian_shift_data_three_levels_is_enough():
+    assert np.unique(shift.gaussian_shift_data(n_per_cell=1, n_levels=3)[1]).tolist() == [1, 2, 3]
+
+
+def test_dirichlet_prevalences_are_the_seeded_draws_mapped_affinely():
+    np.testing.assert_allclose(shift.dirichlet_prevalences(3, 4), np.random.default_rng(0).dirichlet(np.ones(3), 4))
+    raw = np.random.default_rng(5).dirichlet(np.ones(2), 6)
+    np.testing.assert_allclose(shift.dirichlet_prevalences(2, 6, seed=5, min_prevalence=0.02), 0.02 + 0.96 * raw)
+    assert not np.allclose(shift.dirichlet_prevalences(3, 4, seed=1), shift.dirichlet_prevalences(3, 4, seed=2))
+    # the largest allowed floor, just below 1/n, maps every draw close to uniform
+    assert np.allclose(shift.dirichlet_prevalences(2, 3, min_prevalence=0.4999), 0.5, atol=1e-3)
+
+
+@pytest.mark.parametrize("args, kw, err, msg", [
+    ((0, 2), {}, ValueError, "n_classes must be >= 1, got 0"),
+    ((1, 2), {}, ValueError, "n_classes must be >= 2, got 1"),
+    ((2, 0), {}, ValueError, "k must be >= 1, got 0"),
+    ((2, 1.0), {}, TypeError, "k must be an int"),
+    ((2, 2), dict(min_prevalence=0.5), ValueError, "min_prevalence must be in [0, 1/n_classes) = [0, 0.5000), got 0.5"),
+    ((3, 2), dict(min_prevalence=1 / 3), ValueError, "= [0, 0.3333), got 0.3333333333333333"),
+    ((2, 2), dict(min_prevalence=-0.1), ValueError, "min_prevalence must be in [0, 1/n_classes)"),
+    ((2, 2), dict(min_prevalence=False), ValueError, "min_prevalence must be in [0, 1/n_classes) = [0, 0.5000), got False"),
+    ((2, 2), dict(min_prevalence="0.1"), ValueError, "got '0.1'"),
+])
+def test_dirichlet_prevalences_errors_name_the_argument(args, kw, err, msg):
+    with pytest.raises(err, match=re.escape(msg)):
+        shift.dirichlet_prevalences(*args, **kw)
+
+
+def test_taxonomy_columns():
+    t = shift.taxonomy()
+    assert list(t.columns) == ["P(X)", "P(Y)", "P(X|Y)", "P(Y|X)", "definition", "experiments", "protocol"]
+    assert t.loc["local covariate shift"].tolist() == ["≠", "≠", "≠", "=*", "§4.2.2", "§5.5", "LocalCovariateShift"]
+
+
+def test_global_covariate_counts_follow_algorithm_2():
+    # |A| = ceil(α N'), |B| = N' - |A|, positives round(p |group|) in each group: N' = 10
+    X, y, g = _tiny_grouped()
+    p = shift.GlobalCovariateShift(X, y, g, train_prevalences=[0.5], test_prevalences=[0.25, 0.5],
+                                   train_alphas=[0.5], test_alphas=[0.0, 0.25, 1.0], train_size=8, test_size=10,
+                                   n_samples=1, repeats=1)
+    assert p.kind == "all" and p.n_classes_ == 2 and p.group_.dtype == np.int64
+    t = p.trial(0)
+    assert t.params == {"repeat": 0, "p_L": 0.5, "alpha_L": 0.5}
+    assert _cell_counts(p.group_[t.train_index], t.train.labels) == [2, 2, 2, 2]
+    assert [_cell_counts(p.group_[p.test_pool_][idx], t.test.labels(k)) for k, idx in enumerate(t.test.indices)] == [
+        [0, 0, 8, 2], [2, 1, 5, 2], [8, 2, 0, 0], [0, 0, 5, 5], [1, 2, 3, 4], [5, 5, 0, 0]]
+    expected = pd.DataFrame({"trial": 0, "repeat": 0, "p_L": 0.5, "alpha_L": 0.5, "p_U": [0.25] * 3 + [0.5] * 3,
+                             "alpha_U": [0.0, 0.25, 1.0] * 2, "pure": [False] * 3 + [True] * 3, "sample": 0,
+                             "sample_id": range(6), "degree": [0.5, 0.2, -0.5] * 2, "size": 10,
+                             "prevalence": [0.2, 0.3, 0.2, 0.5, 0.6, 0.5], "alpha": [0.0, 0.3, 1.0] * 2})
+    pd.testing.assert_frame_equal(p.parameters, expected)
+    # α N' within 1e-9 of an integer is that integer (0.3 * 10 = 3.0000000000000004 in floating point)
+    near = shift.GlobalCovariateShift(X, y, g, train_prevalences=[0.5], test_prevalences=[0.5],
+                                      train_alphas=[0.5], test_alphas=[0.3, 0.30000000004, 0.51], train_size=8,
+                                      test_size=10, n_samples=1, repeats=1).parameters
+    assert near["alpha"].tolist() == [0.3, 0.3, 0.6]
+    assert near["degree"].iloc[2] == 0.0 and math.copysign(1.0, near["degree"].iloc[2]) == 1.0  # not -0.0
+    # a training sample with a single positive (or negative) is enough
+    ok = shift.GlobalCovariateShift(X, y, g, train_prevalences=[0.125, 0.875], train_alphas=[0.0], test_alphas=[0.5],
+                                    train_size=8, test_size=10, n_samples=1, repeats=1)
+    assert [t.train.labels.sum() for t in ok.trials()] == [1, 7]
+
+
+def test_grouped_pools_are_the_stratified_split_of_group_and_label():
+    from sklearn.model_selection import train_test_split
+    X, y, g = _tiny_grouped()
+    kw = dict(train_size=8, test_size=10, n_samples=1, repeats=1)
+    a, b = shift.GlobalCovariateShift(X, y, g, random_state=5, **kw), shift.GlobalCovariateShift(X, y, g, random_state=5, **kw)
+    assert np.array_equal(a.train_pool_, b.train_pool_)
+    tr, te = train_test_split(np.arange(40), train_size=0.6, stratify=2 * (g == "A") + y, random_state=5)
+    assert np.array_equal(a.train_pool_, np.sort(tr)) and np.array_equal(a.test_pool_, np.sort(te))
+    assert _cell_counts(a.group_[a.train_pool_], y[a.train_pool_]) == [6] * 4  # 60% of every cell
+    c = shift.GlobalCovariateShift(X, y, g, random_state=6, **kw)
+    assert not np.array_equal(a.train_pool_, c.train_pool_)
+
+
+_FIX = "lower the sample size, drop this grid value, or set replace=True (the paper samples with replacement)"
+
+
+@pytest.mark.parametrize("kw, err, msg", [
+    (dict(train_prevalences=[1.5]), ValueError, "train_prevalences must be <= 1.0, got max 1.5"),
+    (dict(test_prevalences=[-0.1]), ValueError, "test_prevalences must be >= 0.0, got min -0.1"),
+    (dict(train_alphas=[2]), ValueError, "train_alphas must be <= 1.0, got max 2"),
+    (dict(test_alphas="0.5"), TypeError, "test_alphas must be a sequence of numbers, got a string"),
+    (dict(train_alphas=[]), ValueError, "train_alphas must be a non-empty 1-d sequence of numbers, got []"),
+    (dict(kind="pure", train_prevalences=[0.5], test_prevalences=[0.25]), ValueError,
+     "kind='pure' needs a p_U equal to some p_L: train_prevalences and test_prevalences share no value"),
+    (dict(train_prevalences=[0.5, 0.0]), ValueError, "train_prevalences: p_L=0.0 (alpha_L=0.5) leaves a class with no "
+     "item in a training sample of 8; a classifier cannot learn a missing class"),
+    (dict(train_prevalences=[1.0]), ValueError, "train_prevalences: p_L=1.0 (alpha_L=0.5) leaves a class"),
+    (dict(train_size=14, train_alphas=[1.0], replace=False), ValueError,
+     f"train_alphas: p_L=0.5, alpha_L=1.0 needs 7 items of negatives of group A, but the pool has 6; {_FIX}"),
+    (dict(test_prevalences=[1.0], test_alphas=[1.0], replace=False), ValueError,
+     f"test_alphas: p_U=1.0, alpha_U=1.0 needs 10 items of positives of group A, but the pool has 4; {_FIX}"),
+    (dict(test_prevalences=[0.5], test_alphas=[0.0], replace=False), ValueError,
+     f"test_alphas: p_U=0.5, alpha_U=0.0 needs 5 items of negatives of group B, but the pool has 4; {_FIX}"),
+    (dict(test_prevalences=[1.0], test_alphas=[0.0], replace=False), ValueError,
+     "needs 10 items of positives of group B, but the pool has 4"),
+    (dict(groups=np.arange(40) % 12), ValueError, "groups must take exactly 2 values (groups A and B), got 12: "
+     "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]; a group attribute with one value cannot shift"),
+    (dict(groups=np.repeat(["A", "B"], 20)[:-1]), ValueError, "groups must have shape (40,) (one value per row of X), "
+     "got (39,)"),
+    (dict(group_a="C"), ValueError, "group_a='C' is not a value of groups (['A', 'B'])"),
+    (dict(y=np.arange(40) % 12), ValueError, "y must be binary with both classes present, coded 0 (negative) and 1 "
+     "(positive), got values [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]; binarise"),
+    (dict(y=np.tile([0, 1], 20)[:-1]), ValueError, "y must have shape (40,) (one label per row of X), got (39,)"),
+])
+def test_global_covariate_errors_name_the_argument(kw, err, msg):
+    X, y, g = _tiny_grouped()
+    args = dict(X=X, y=y, groups=g, train_prevalences=[0.5], train_alphas=[0.5], train_size=8, test_size=10,
+                n_samples=1, repeats=1) | kw
+    with pytest.raises(err, match=re.escape(msg)):
+        shift.GlobalCovariateShift(**args)
+
+
+def test_grouped_labels_and_groups_are_coded_as_ints():
+    X, y, g = _tiny_grouped()
+    p = shift.LocalCovariateShift(X, y.astype(float), g, train_size=12, test_size=30, n_samples=1, repeats=1)
+    assert p.y_.dtype == np.int64 and p.group_.dtype == np.int64
+    assert np.array_equal(p.group_, (g == "A").astype(int))  # group_a defaults to the smaller value
+
+
+def test_binarise_types_and_messages():
+    keep, y = shift.binarise(np.array([1.0, 2.0, 3.0]), 1.5)
+    assert y.dtype == np.int64 and y.tolist() == [0, 1, 1]
+    with pytest.raises(TypeError, match=re.escape("cut_point must be a finite real number, got True")):
+        shift.binarise([0, 1, 2], True)
+    with pytest.raises(TypeError, match=re.escape("cut_point must be a finite real number, got inf")):
+        shift.binarise([0, 1, 2], float("inf"))
+    with pytest.raises(ValueError, match=re.escape("cut_point must lie strictly between the smallest and largest "
+                                                   "level (1 and 3), got 1; otherwise one class would be empty")):
+        shift.binarise([1, 2, 3], 1)
+    with pytest.raises(TypeError, match="labels must hold numeric ordinal levels"):
+        shift.binarise(["a", "b"], 1.5)
+
+
+def _tiny_levels():
+    """Ten items of each level 1..5 (balanced already, so balancing keeps them all); feature = row number."""
+    return np.arange(50, dtype=float)[:, None], np.repeat([1, 2, 3, 4, 5], 10)
+
+
+def test_concept_shift_parameters_by_hand():
+    # pools: 6 items of each level for training, 4 for test; c_L = 3 drops level 3 from training samples
+    X, levels = _tiny_levels()
+    cuts = [2, 2.5, 2.5000001, 3.0000001]
+    p = shift.ConceptShift(X, levels, train_cuts=[3], test_cuts=cuts, train_size=10, test_size=30, n_samples=1,
+                           repeats=1)
+    assert np.array_equal(p.levels_, levels) and np.bincount(p.levels_[p.test_pool_]).tolist() == [0] + [4] * 5
+    expected = pd.DataFrame({"trial": 0, "repeat": 0, "c_L": 3.0, "c_U": [float(c) for c in cuts], "sample": 0,
+                             "sample_id": range(4), "degree": [1.0, 0.5, 0.5, 0.0], "size": [24, 30, 30, 30],
+                             "prevalence": [0.75, 0.6, 0.6, 0.4], "p_L": 0.5})
+    pd.testing.assert_frame_equal(p.parameters, expected)
+    assert math.copysign(1.0, p.parameters["degree"].iloc[3]) == 1.0  # not -0.0
+    t = p.trial(0)
+    assert np.array_equal(t.train.labels, (levels[t.train_index] > 3).astype(int)) and 3 not in levels[t.train_index]
+    assert 2 not in levels[p.test_pool_][t.test.indices[0]] and len(t.test.indices[1]) == 30
+
+
+def test_concept_shift_samples_are_labelled_by_the_test_cut():
+    X, levels = _tiny_levels()
+    p = shift.ConceptShift(X, levels, train_cuts=[2.5], test_cuts=[1.5, 4.5], train_size=10, test_size=1,
+                           n_samples=3, repeats=1, return_type="labelled_collection")
+    test = p.trial(0).test
+    assert [cut for _, cut in test.samples_parameters()] == [1.5] * 3 + [4.5] * 3
+    samples = list(test())
+    assert len(samples) == 6
+    for k, lc in enumerate(samples):  # single-item samples still know both classes
+        assert lc.classes_.tolist() == [0, 1] and len(lc.prevalence()) == 2
+        assert np.array_equal(lc.labels, test.labels(k)) and test.labels(k).dtype == lc.labels.dtype == np.int64
+        assert np.array_equal(lc.instances, X[p.test_pool_][test.indices[k]])
+        assert lc.labels.tolist() == [int(levels[p.test_pool_][test.indices[k]][0] > [1.5, 4.5][k // 3])]
+
+
+def test_concept_shift_draws_with_replacement_unless_told():
+    X, levels = _tiny_levels()
+    kw = dict(train_cuts=[2.5], test_cuts=[2.5], n_samples=1, repeats=1)
+    p = shift.ConceptShift(X, levels, train_size=100, test_size=60, **kw)  # larger than the pools (30 and 20)
+    t = p.trial(0)
+    assert len(t.train_index) == 100 and len(t.test.indices[0]) == 60
+    with pytest.raises(ValueError, match=re.escape(f"test_size: a uniform sample needs 30 items of the pool, but the "
+                                                   f"pool has 20; {_FIX}")):
+        shift.ConceptShift(X, levels, train_size=10, test_size=30, replace=False, **kw)
+    with pytest.raises(ValueError, match=re.escape("train_size: a uniform sample needs 31 items of the pool, but the "
+                                                   "pool has 30")):
+        shift.ConceptShift(X, levels, train_size=31, test_size=10, replace=False, **kw)
+
+
+def test_concept_shift_balances_levels_with_its_own_seeded_draw():
+    rng = np.random.default_rng(0)
+    levels = np.repeat([1, 2, 3, 4], [12, 5, 8, 20])
+    rng.shuffle(levels)
+    X = np.arange(len(levels), dtype=float)[:, None]
+    kw = dict(train_size=10, test_size=10, n_samples=1, repeats=1)
+    p = shift.ConceptShift(X, levels, random_state=7, **kw)
+    assert p.balance is True and p.y_.dtype == np.int64 and not p.y_.any()
+    # each level subsampled without replacement to the rarest's 5, by the stream seeded (random_state, 2**31 - 1)
+    draw = np.random.default_rng([7, 2**31 - 1])
+    keep = np.sort(np.concatenate([draw.choice(np.flatnonzero(levels == v), 5, replace=False) for v in (1, 2, 3, 4)]))
+    assert np.array_equal(p.X_.ravel(), keep) and np.array_equal(p.levels_, levels[keep])
+    again, other = shift.ConceptShift(X, levels, random_state=7, **kw), shift.ConceptShift(X, levels, random_state=8, **kw)
+    assert np.array_equal(again.X_, p.X_) and np.array_equal(again.train_pool_, p.train_pool_)
+    assert not np.array_equal(other.X_, p.X_)
+    natural = shift.ConceptShift(X, levels, balance=False, **kw)
+    assert natural.balance is False and np.array_equal(natural.levels_, levels)
+
+
+@pytest.mark.parametrize("labels, kw, err, msg", [
+    (np.repeat([1, 2, 3, 4, 5], 10)[:-1], {}, ValueError, "labels must have shape (50,) (one level per row of X), got (49,)"),
+    (np.repeat([1, 2], 25), {}, ValueError, "labels must have at least 3 ordinal levels to move a cut point, got [1, 2]"),
+    (np.repeat(["a", "b"], 25), {}, TypeError, "labels must hold numeric ordinal levels"),
+    (None, dict(train_cuts=[2.5, 0.5]), ValueError,
+     "train_cuts must lie strictly between the smallest and largest level (1 and 5), got 0.5"),
+    (None, dict(train_cuts=[1]), ValueError, "train_cuts must lie strictly between the smallest and largest level "
+     "(1 and 5), got 1.0"),
+    (None, dict(test_cuts=[5]), ValueError, "test_cuts must lie strictly between the smallest and largest level "
+     "(1 and 5), got 5.0"),
+    (None, dict(test_cuts="2.5"), TypeError, "test_cuts must be a sequence of numbers, got a string"),
+    (None, dict(train_cuts=[]), ValueError, "train_cuts must be a non-empty 1-d sequence of numbers"),
+    (None, dict(balance=1), TypeError, "balance must be True or False, got 1"),
+])
+def test_concept_shift_errors_name_the_argument(labels, kw, err, msg):
+    X, levels = _tiny_levels()
+    with pytest.raises(err, match=re.escape(msg)):
+        shift.ConceptShift(X, levels if labels is None else labels, **kw)
+
+
+def test_concept_shift_accepts_three_levels_and_any_integer_scale():
+    X = np.arange(30, dtype=float)[:, None]
+    p = shift.ConceptShift(X, np.repeat([1, 2, 3], 10), train_size=5, test_size=5, n_samples=1, repeats=1)
+    assert p.train_cuts_.tolist() == p.test_cuts_.tolist() == [1.5, 2.5]
+    q = shift.ConceptShift(X, np.repeat([-1, 0, 2], 10), train_size=5, test_size=5, n_samples=1, repeats=1)
+    assert q.train_cuts_.tolist() == [-0.5, 1.0]  # cuts below zero are fine
+
+
+def test_ordinal_labels_checks_and_cut_points():
+    assert shift.cut_points([1, 2]) == (1.5,)
+    assert shift.cut_points(np.array([6.0, 1.0, 3.0])) == (2.0, 4.5)
+    with pytest.raises(ValueError, match=re.escape("labels must have at least 2 levels to be cut, got [3]")):
+        shift.cut_points([3, 3])
+    with pytest.raises(ValueError, match=re.escape("labels must have at least 2 levels to be cut, got [3]")):
+        shift.cut_points([3])
+    with pytest.raises(TypeError, match=re.escape("labels must hold numeric ordinal levels (e.g. 1..5 stars), got "
+                                                  "dtype <U1; a nominal label has no order to cut: encode ordered "
+                                                  "levels as integers first")):
+        shift.cut_points(["a", "b"])
+    with pytest.raises(ValueError, match=re.escape("labels must be a non-empty 1-d array of ordinal levels, got shape "
+                                                   "(2, 2)")):
+        shift.binarise([[1, 2], [3, 4]], 2.5)
+    with pytest.raises(ValueError, match=re.escape("labels must be a non-empty 1-d array of ordinal levels, got shape "
+                                                   "(0,)")):
+        shift.cut_points([])
+    with pytest.raises(ValueError, match=re.escape("labels must hold integer-valued ordinal levels, got non-integer "
+                                                   "values such as 2.5; bin a continuous response")):
+        shift.cut_points([1.0, 2.5, 3.0])
+    with pytest.raises(ValueError, match="such as nan"):
+        shift.cut_points([1.0, np.nan])
+
+
+def _tiny_binary():
+    """Ten items of each class (pools: 6 + 6 for training, 4 + 4 for test); feature = row number."""
+    return np.arange(20, dtype=float)[:, None], np.tile([0, 1], 10)
+
+
+def test_prior_shift_counts_follow_algorithm_1():
+    # class counts round(N p), the other class takes the rest; degree p_U - p_L rounded to 1 decimal
+    X, y = _tiny_binary()
+    p = shift.PriorShift(X, y, train_prevalences=[0.25, 1 / 3], test_prevalences=[0.0, 0.25, 0.3, 0.7],
+                         train_size=8, test_size=10, n_samples=1, repeats=1, random_state=3)
+    expected = pd.DataFrame({"trial": [0] * 4 + [1] * 4, "repeat": 0, "p_L": [0.25] * 4 + [0.333333] * 4,
+                             "p_U": [0.0, 0.25, 0.3, 0.7] * 2, "sample": 0, "sample_id": [0, 1, 2, 3] * 2,
+                             "degree": [-0.2, 0.0, 0.0, 0.4, -0.3, -0.1, 0.0, 0.4], "size": 10,
+                             "prevalence": [0.0, 0.2, 0.3, 0.7] * 2})
+    pd.testing.assert_frame_equal(p.parameters, expected)
+    assert p.parameters["p_L"].tolist() == [0.25] * 4 + [0.333333] * 4  # labels rounded to 6 decimals, exactly
+    assert math.copysign(1.0, p.parameters["degree"].iloc[6]) == 1.0  # round(0.3 - 1/3, 1) is +0.0, not -0.0
+    for t, train_counts in zip(p.trials(), ([6, 2], [5, 3])):
+        assert np.bincount(t.train.labels).tolist() == train_counts
+        assert np.array_equal(y[t.train_index], t.train.labels) and np.isin(t.train_index, p.train_pool_).all()
+        assert [np.bincount(t.test.labels(k), minlength=2).tolist() for k in range(4)] == [[10, 0], [8, 2], [7, 3],
+                                                                                            [3, 7]]
+        assert t.test.total() == 4 and t.test.sample_size == 10
+
+
+def test_prior_shift_multiclass_counts_and_degree():
+    X, y = np.arange(30, dtype=float)[:, None], np.repeat([0, 1, 2], 10)
+    p = shift.PriorShift(X, y, train_prevalences=[[0.2, 0.3, 0.5]], test_prevalences=[[0.45, 0.45, 0.1], [0.5, 0.5, 0.0]],
+                         train_size=10, test_size=3, n_samples=1, repeats=1)
+    # every share but the last rounded, never more than what is left: 3 x (0.5, 0.5, 0) -> 2, 1, 0
+    expected = pd.DataFrame({"trial": 0, "repeat": 0, "p_L": [(0.2, 0.3, 0.5)] * 2,
+                             "p_U": [(0.45, 0.45, 0.1), (0.5, 0.5, 0.0)], "sample": 0, "sample_id": [0, 1],
+                             "degree": [0.4, 0.5], "size": 3, "prevalence_0": [1 / 3, 2 / 3],
+                             "prevalence_1": [1 / 3, 1 / 3], "prevalence_2": [1 / 3, 0.0]})
+    pd.testing.assert_frame_equal(p.parameters, expected)
+    t = p.trial(0)
+    assert np.bincount(t.train.labels).tolist() == [2, 3, 5]
+    thirds = shift.PriorShift(X, y, train_prevalences=[[1 / 3] * 3], test_prevalences=[[1 / 3] * 3], train_size=10,
+                              test_size=3, n_samples=1, repeats=1).parameters
+    assert thirds["p_L"].item() == thirds["p_U"].item() == (0.333333,) * 3  # 6 decimals
+    assert [np.bincount(t.test.labels(k), minlength=3).tolist() for k in (0, 1)] == [[1, 1, 1], [2, 1, 0]]
+
+
+def test_prior_shift_draws_follow_the_seeds():
+    X, y = _tiny_binary()
+    kw = dict(train_prevalences=[0.5], test_prevalences=[0.5], train_size=8, test_size=10, n_samples=3, repeats=3)
+    a, b, c = (shift.PriorShift(X, y, random_state=s, **kw) for s in (3, 3, 4))
+    for t in range(3):
+        assert np.array_equal(a.trial(t).train_index, b.trial(t).train_index)
+        assert all(np.array_equal(i, j) for i, j in zip(a.trial(t).test.indices, b.trial(t).test.indices))
+        assert not np.array_equal(a.trial(t).train_index, c.trial(t).train_index)
+    # every trial and every sample of a trial has its own draw, even under the same condition
+    assert not np.array_equal(a.trial(0).train_index, a.trial(1).train_index)
+    idx = a.trial(0).test.indices
+    assert not np.array_equal(idx[0], idx[1]) and not np.array_equal(idx[1], idx[2])
+    # the classes are shuffled together, not drawn one block after the other
+    assert not all(np.array_equal(np.sort(lab), lab) for lab in (a.trial(0).test.labels(k) for k in range(3)))
+    # seeded uniform draws: the training grid from random_state, the test grid from random_state + 1
+    d = shift.PriorShift(X, y, n_train_draws=2, n_test_draws=3, train_size=8, test_size=10, n_samples=1, repeats=1,
+                         random_state=7)
+    np.testing.assert_allclose(d.train_prevalences_, shift.dirichlet_prevalences(2, 2, seed=7, min_prevalence=0.02))
+    np.testing.assert_allclose(d.test_prevalences_, shift.dirichlet_prevalences(2, 3, seed=8))
+    top = shift.PriorShift(X, y, n_test_draws=2, train_size=50, test_size=10, n_samples=1, repeats=1,
+                           random_state=2**32 - 1)
+    np.testing.assert_allclose(top.test_prevalences_, shift.dirichlet_prevalences(2, 2, seed=0))  # wraps around
+    np.testing.assert_allclose(top.train_prevalences_[:, 1], shift.PAPER_TRAIN_PREVALENCES)
+
+
+_PPS = dict(train_prevalences=[0.5], test_prevalences=[0.5], train_size=8, test_size=10, n_samples=1, repeats=1)
+
+
+@pytest.mark.parametrize("kw, err, msg", [
+    (dict(train_size=0), ValueError, "train_size must be >= 1, got 0"),
+    (dict(test_size=0), ValueError, "test_size must be >= 1, got 0"),
+    (dict(n_samples=0), ValueError, "n_samples must be >= 1, got 0"),
+    (dict(repeats=0), ValueError, "repeats must be >= 1, got 0"),
+    (dict(random_state=1.5), TypeError, "random_state must be an int"),
+    (dict(train_prop=1.5), ValueError, "train_prop must be in (0.0, 1.0), got 1.5"),
+    (dict(replace=1), TypeError, "replace must be True or False, got 1"),
+    (dict(return_type="tuple"), ValueError,
+     "return_type must be one of ['sample_prev', 'labelled_collection', 'index'], got 'tuple'"),
+    (dict(train_prevalences=[0.05]), ValueError, "train_prevalences: [0.95, 0.05] gives class 1 no item in a training "
+     "sample of 8, and a classifier cannot learn a missing class; use values >= 1/train_size (the paper uses 0.02 for 0)"),
+    (dict(train_prevalences=[0.5, 0.96]), ValueError, "train_prevalences: [0.04, 0.96] gives class 0 no item"),
+    (dict(train_prevalences=[0.00001]), ValueError, "train_prevalences: [1.0, 0.0] gives class 1 no item"),  # 4 decimals
+    (dict(test_prevalences=1), TypeError, "test_prevalences must be a sequence of prevalences (a grid), got the bare "
+     "number 1, which could mean a prevalence or a number of draws: write test_prevalences=[1] for that prevalence, "
+     "or n_test_draws=1 for that many random draws on the simplex"),
+    (dict(train_prevalences=0.5), TypeError, "write train_prevalences=[0.5] for that prevalence, or n_train_draws=0.5"),
+    (dict(test_prevalences="0.5"), TypeError, "test_prevalences must be numbers, got a string"),
+    (dict(train_prevalences=[0.5], n_train_draws=2), ValueError, "give either train_prevalences (a grid of "
+     "prevalences) or n_train_draws (that many random draws on the simplex), not both"),
+    (dict(train_prevalences=None, n_train_draws=0), ValueError, "n_train_draws must be >= 1, got 0"),
+    (dict(test_prevalences=[[0.5, 0.5, 0.0]]), ValueError,
+     "test_prevalences must be a (k, 2) array of prevalence vectors, got shape (1, 3)"),
+    (dict(test_prevalences=[[0.5, 0.6]]), ValueError,
+     "test_prevalences rows must be prevalence vectors (values in [0, 1] summing to 1)"),
+    (dict(test_prevalences=[[1.5, -0.5]]), ValueError, "test_prevalences rows must be prevalence vectors"),
+    (dict(test_prevalences=[[np.nan, 1.0]]), ValueError, "test_prevalences rows must be prevalence vectors"),
+    (dict(test_size=5, test_prevalences=[0.5, 1.0], replace=False), ValueError,
+     f"test_prevalences: p_U=1.0 needs 5 items of class 1, but the pool has 4; {_FIX}"),
+    (dict(train_size=14, test_size=4, replace=False), ValueError,
+     f"train_prevalences: p_L=0.5 needs 7 items of class 0, but the pool has 6; {_FIX}"),
+])
+def test_prior_shift_errors_name_the_argument(kw, err, msg):
+    X, y = _tiny_binary()
+    with pytest.raises(err, match=re.escape(msg)):
+        shift.PriorShift(X, y, **(_PPS | kw))
+
+
+def test_prior_shift_label_and_grid_errors():
+    X, y = _tiny_binary()
+    X3, y3 = np.arange(30, dtype=float)[:, None], np.repeat([0, 1, 2], 10)
+    kw = dict(train_size=8, test_size=10, n_samples=1, repeats=1)
+    with pytest.raises(ValueError, match=re.escape("y must contain every class 0..2 (at least 2 classes), got counts "
+                                                   "[10, 0, 20]")):
+        shift.PriorShift(X3, np.repeat([0, 2, 2], 10), **kw)
+    with pytest.raises(ValueError, match=re.escape("y must contain every class 0..0 (at least 2 classes), got counts "
+                                                   "[20]")):
+        shift.PriorShift(X, np.zeros(20, dtype=int), **kw)
+    with pytest.raises(ValueError, match=re.escape("train_prevalences must be given for 3 classes: a (k, 3) array of "
+                                                   "prevalence vectors, or n_train_draws=k for k seeded uniform draws "
+                                                   "on the simplex")):
+        shift.PriorShift(X3, y3, **kw)
+    with pytest.raises(TypeError, match=re.escape("write test_prevalences=[[...3 values...]] for that prevalence")):
+        shift.PriorShift(X3, y3, train_prevalences=[[0.2, 0.3, 0.5]], test_prevalences=1, **kw)
+    with pytest.raises(ValueError, match=re.escape("test_prevalences must be a (k, 3) array of prevalence vectors, got "
+                                                   "shape (0, 3)")):
+        shift.PriorShift(X3, y3, train_prevalences=[[0.2, 0.3, 0.5]], test_prevalences=np.zeros((0, 3)), **kw)
+    with pytest.raises(ValueError, match=re.escape("every (label, group) combination needs at least 2 items to be "
+                                                   "split into a training and a test pool; the smallest has 1")):
+        shift.PriorShift(np.arange(5.0)[:, None], [0, 0, 1, 1, 2], train_prevalences=[[0.4, 0.4, 0.2]],
+                         test_prevalences=[[0.4, 0.4, 0.2]], **kw)
+    p = shift.PriorShift(X, y, **(_PPS | dict(repeats=2)))
+    for bad in (-1, 2, True, 1.0):
+        with pytest.raises(ValueError, match=re.escape(f"number must be an int in [0, 1], got {bad!r}")):
+            p.trial(bad)
+    assert p.trial(np.int64(1)).number == 1 and p.n_trials == 2
+
+
+def test_prior_shift_pools_are_the_stratified_split():
+    from sklearn.model_selection import train_test_split
+    X, y = _tiny_binary()
+    p = shift.PriorShift(X, y, **(_PPS | dict(random_state=9)))
+    tr, te = train_test_split(np.arange(20), train_size=0.6, stratify=y, random_state=9)
+    assert np.array_equal(p.train_pool_, np.sort(tr)) and np.array_equal(p.test_pool_, np.sort(te))
+    half = shift.PriorShift(X, y, **(_PPS | dict(train_prop=0.3)))
+    assert np.bincount(y[half.train_pool_]).tolist() == [3, 3] and np.bincount(y[half.test_pool_]).tolist() == [7, 7]
+    assert not np.array_equal(p.train_pool_, shift.PriorShift(X, y, **(_PPS | dict(random_state=10))).train_pool_)
+
+
+def test_trial_holds_the_training_sample_and_the_test_protocol():
+    X, y = _tiny_binary()
+    p = shift.PriorShift(X, y, **(_PPS | dict(test_prevalences=[0.2, 0.8], n_samples=2, random_state=4)))
+    t = p.trial(0)
+    assert t.number == 0 and isinstance(t.number, int) and t.params == {"repeat": 0, "p_L": 0.5}
+    assert np.array_equal(t.train.instances.ravel(), X[t.train_index].ravel())
+    assert t.train.classes_.tolist() == [0, 1]
+    test = t.test
+    assert (test.random_state, test.sample_size, test.ordinal, test.cuts) == (4, 10, None, None)
+    assert np.array_equal(test.data.instances.ravel(), X[p.test_pool_].ravel())
+    assert np.array_equal(test.data.labels, y[p.test_pool_]) and test.data.classes_.tolist() == [0, 1]
+    assert test.parameters.index.tolist() == [0, 1, 2, 3]
+    assert test.total() == 4 and p.total() == 4
+    # QuaPy's default return type: (items, prevalence vector) per sample
+    for (Xs, prev), idx, row in zip(test(), test.indices, test.parameters.itertuples()):
+        assert np.array_equal(Xs.ravel(), X[p.test_pool_][idx].ravel())
+        np.testing.assert_allclose(prev, [1 - row.prevalence, row.prevalence])
+    index = shift.PriorShift(X, y, **(_PPS | dict(n_samples=2, random_state=4, return_type="index"))).trial(0).test
+    assert [(i.tolist(), c) for i, c in index()] == [(i.tolist(), None) for i in index.indices]
+    # concept shift: the test protocol carries the test pool's levels and each sample's cut
+    Xc, levels = _tiny_levels()
+    c = shift.ConceptShift(Xc, levels, train_cuts=[2.5], test_cuts=[1.5, 3.5], train_size=10, test_size=5, n_samples=2,
+                           repeats=1)
+    ct = c.trial(0)
+    assert np.array_equal(ct.test.ordinal, levels[c.test_pool_]) and ct.test.cuts == [1.5, 1.5, 3.5, 3.5]
+    assert ct.train.classes_.tolist() == ct.test.data.classes_.tolist() == [0, 1]
+    one = shift.ConceptShift(Xc, levels, train_cuts=[2.5], test_cuts=[2.5], train_size=1, test_size=1, n_samples=1,
+                             repeats=1).trial(0)
+    assert one.train.classes_.tolist() == [0, 1] and len(one.train.prevalence()) == 2  # one item, both classes
+
+
+def test_without_replacement_every_training_condition_is_checked_at_once():
+    X, y = _tiny_binary()
+    with pytest.raises(ValueError, match=re.escape(f"train_prevalences: p_L=0.1 needs 11 items of class 0, but the "
+                                                   f"pool has 6; {_FIX}")):
+        shift.PriorShift(X, y, **(_PPS | dict(train_prevalences=[0.5, 0.1], train_size=12, test_size=4,
+                                              replace=False)))
+    ok = shift.PriorShift(X, y, **(_PPS | dict(train_size=12, test_size=8, replace=False)))
+    assert sorted(ok.trial(0).train_index.tolist()) == ok.train_pool_.tolist()  # the whole pool, once each
+
+
+@pytest.mark.parametrize("make, err, msg", [
+    (lambda X, y, g: shift.PriorShift(X.ravel(), y), ValueError, "^X must be a 2-d array of items x features"),
+    (lambda X, y, g: shift.GlobalCovariateShift("X", y, g), TypeError, "^X must be a 2-d array of items x features"),
+    (lambda X, y, g: shift.ConceptShift(X.ravel(), y + 1), ValueError, "^X must be a 2-d array of items x features"),
+    (lambda X, y, g: shift.GlobalCovariateShift(X, y, g, train_alphas=[[0.5]]), ValueError,
+     "train_alphas must be 1-d, got shape (1, 1)"),
+    (lambda X, y, g: shift.GlobalCovariateShift(X, y, g, test_alphas=[np.nan]), ValueError,
+     "test_alphas contains NaN or infinite values"),
+    (lambda X, y, g: shift.GlobalCovariateShift(X, y, g, test_alphas=b"0.5"), TypeError,
+     "test_alphas must be a sequence of numbers, got a string"),
+])
+def test_features_and_grids_errors_name_the_argument(make, err, msg):
+    X, y, g = _tiny_grouped()
+    with pytest.raises(err, match=("^" if msg[0] == "^" else "") + re.escape(msg.lstrip("^"))):
+        make(X, y, g)
+
+
+def test_a_bare_alpha_is_a_grid_of_one():
+    X, y, g = _tiny_grouped()
+    p = shift.GlobalCovariateShift(X, y, g, train_prevalences=0.5, test_prevalences=0.5, train_alphas=0.5,
+                                   test_alphas=1.0, train_size=8, test_size=10, n_samples=1, repeats=1)
+    assert p.train_alphas_.tolist() == [0.5] and p.test_alphas_.tolist() == [1.0] and p.total() == 1
+
+
+def test_prior_shift_grids_as_arrays():
+    X, y = _tiny_binary()
+    assert shift.PriorShift(X, y).test_prevalences_[:, 1].tolist() == list(shift.PAPER_TEST_PREVALENCES)
+    kw = dict(train_size=8, test_size=10, n_samples=1, repeats=1)
+    # binary grids may also be (k, 2) arrays of prevalence vectors
+    two = shift.PriorShift(X, y, train_prevalences=[[0.5, 0.5]], test_prevalences=[[0.3, 0.7]], **kw)
+    assert two.parameters[["p_L", "p_U", "prevalence"]].values.tolist() == [[0.5, 0.7, 0.7]]
+    X3, y3 = np.arange(30, dtype=float)[:, None], np.repeat([0, 1, 2], 10)
+    ints = shift.PriorShift(X3, y3, train_prevalences=[[0.2, 0.3, 0.5]], test_prevalences=[[1, 0, 0]], **kw)
+    assert ints.test_prevalences_.dtype == np.float64 and all(type(v) is float for v in ints.parameters["p_U"][0])
+    # rows summing to 1 within 1e-6 (plus numpy's relative 1e-5) are prevalence vectors
+    near = shift.PriorShift(X3, y3, train_prevalences=[[0.2, 0.3, 0.5]], test_prevalences=[[0.2, 0.3, 0.5 + 1.05e-5]],
+                            **kw)
+    assert near.total() == 1
+    with pytest.raises(ValueError, match=re.escape("test_prevalences must be a (k, 3) array of prevalence vectors, got "
+                                                   "shape (3,)")):
+        shift.PriorShift(X3, y3, train_prevalences=[[0.2, 0.3, 0.5]], test_prevalences=[0.2, 0.3, 0.5], **kw)
+    with pytest.raises(ValueError, match=re.escape("y must have one label per item: expected shape (20,), got (19,)")):
+        shift.PriorShift(X, y[:-1], **kw)
+
+
+def test_trial_draws_come_from_the_stream_seeded_by_random_state_and_trial():
+    # the documented seeding: trial t draws from numpy's Generator seeded (random_state, t), the training sample
+    # first (each class's items with replacement, then shuffled together), then every test sample in turn
+    X, y = _tiny_binary()
+    p = shift.PriorShift(X, y, train_prevalences=[0.5], test_prevalences=[0.3], train_size=8, test_size=10,
+                         n_samples=2, repeats=2, random_state=11)
+
+    def draw(rng, pool, counts):
+        cells = [np.flatnonzero(y[pool] == c) for c in (0, 1)]
+        return pool[rng.permutation(np.concatenate([rng.choice(cell, k) for cell, k in zip(cells, counts)]))]
+
+    for t in (0, 1):
+        rng = np.random.default_rng([11, t])
+        trial = p.trial(t)
+        assert np.array_equal(trial.train_index, draw(rng, p.train_pool_, (4, 4)))
+        for idx in trial.test.indices:
+            assert np.array_equal(p.test_pool_[idx], draw(rng, p.test_pool_, (7, 3)))
+
+
+def test_a_single_item_pool_cell_is_drawn_with_replacement():
+    X, y = np.arange(4, dtype=float)[:, None], np.array([0, 0, 1, 1])  # 2 items per class: 1 per pool
+    p = shift.PriorShift(X, y, train_prevalences=[0.5], test_prevalences=[0.4], train_size=6, test_size=5,
+                         n_samples=1, repeats=1, train_prop=0.5)
+    t = p.trial(0)
+    assert sorted(t.train_index.tolist()) == sorted(p.train_pool_.tolist() * 3)
+    assert sorted(t.test.indices[0].tolist()) == [0, 0, 0, 1, 1] == sorted(y[p.test_pool_][t.test.indices[0]])
+    with pytest.raises(ValueError, match=re.escape(f"train_prevalences: p_L=0.5 needs 3 items of class 0, but the "
+                                                   f"pool has 1; {_FIX}")):
+        shift.PriorShift(X, y, train_prevalences=[0.5], test_prevalences=[0.4], train_size=6, test_size=5,
+                         n_samples=1, repeats=1, train_prop=0.5, replace=False)
+
+
+def test_local_covariate_refuses_a_test_size_that_gives_empty_samples():
+    # test_size 1: N'/6, N'/3 and N'/6 all round to 0 (trial() and parameters would divide by zero); 2 gives N'/3 = 1
+    X, y, g = _tiny_grouped()
+    with pytest.raises(ValueError, match=r"test_size must be at least 2 for local covariate shift: at 1, "):
+        shift.LocalCovariateShift(X, y, g, train_size=12, test_size=1, n_samples=1, repeats=1)
+    fam = shift.LocalCovariateShift(X, y, g, train_size=12, test_size=2, n_samples=1, repeats=1)
+    assert (fam.parameters["size"] > 0).all()
+
+
+def test_shift_samples_default_to_quapys_sample_prev():
+    from quapy.data import LabelledCollection
+    pool = LabelledCollection(np.arange(6, dtype=float)[:, None], [0, 1, 0, 1, 0, 1], classes=[0, 1])
+    s = shift.ShiftSamples(pool, [np.array([0, 1, 3]), np.array([2])], pd.DataFrame({"size": [3, 1]}), 5)
+    (X0, p0), (X1, p1) = list(s())
+    assert X0.ravel().tolist() == [0.0, 1.0, 3.0] and p0.tolist() == pytest.approx([1 / 3, 2 / 3])
+    assert X1.ravel().tolist() == [2.0] and p1.tolist() == [1.0, 0.0] and s.random_state == 5

@@ -693,6 +693,9 @@ class LocalCovariateShift(_GroupedFamily):
                  repeats: int = 10, train_prop: float = 0.6, replace: bool = True, random_state: int = 0,
                  return_type: str = "sample_prev"):
         super().__init__(train_size, test_size, n_samples, repeats, train_prop, replace, random_state, return_type)
+        if round(self.test_size / 6) + round(self.test_size / 3) + round(self.test_size / 6) == 0:
+            raise ValueError(f"test_size must be at least 2 for local covariate shift: at {self.test_size}, a test "
+                             "sample's nominal cells N'/6, N'/3 and N'/6 all round to 0 items, and so would the sample")
         self.test_prevalences_ = _grid(test_prevalences, "test_prevalences")
         low = self.test_prevalences_[(self.test_prevalences_ < 0.25 - 1e-9) | (self.test_prevalences_ >= 1)]
         if low.size:
