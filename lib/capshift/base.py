@@ -210,6 +210,9 @@ class CAPEstimator(BaseEstimator):
     def _check_measure(self, measure):
         get_measure(measure)
         if not self.supports(measure):
+            if self.supported_measures is None:  # an estimator that decides by itself (e.g. a search's candidates)
+                raise ValueError(f"{type(self).__name__} cannot estimate measure={measure!r} (its supports() says "
+                                 "so): choose a measure it supports")
             raise ValueError(f"{type(self).__name__} only estimates {list(self.supported_measures)}, "
                              f"not measure={measure!r}")
 

@@ -684,7 +684,7 @@ class QuAccGridSearch(CAPEstimator):
             ests = [cls(self.classifier) for cls in _VARIANTS.values()]
         elif isinstance(ests, _QuAcc):
             ests = [ests]
-        ests = list(ests)
+        ests = list(ests) if isinstance(ests, (list, tuple)) else []  # anything else is refused below
         if not ests or not all(isinstance(e, _QuAcc) for e in ests):
             raise TypeError("estimators must be a QuAcc estimator or a non-empty sequence of them "
                             "(QuAcc1xN2, QuAccNxN, QuAcc1xNp1)")
