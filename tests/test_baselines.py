@@ -8,6 +8,7 @@ from pathlib import Path
 import abstention.calibration
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from abstention.calibration import TempScaling
 from quapy.method.aggregative import EMQ
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -545,3 +546,508 @@ def test_authors_options_refuse_other_values(problem):
         DS(h, regress="f1").fit(X_V, y_V)
     with pytest.raises(ValueError, match="table must be one of"):
         CBPE(h, table="rows").fit(X_V, y_V)
+
+
+# -- every method's value on a small hand-made, prior-shifted case --------------------------------
+# A stub h (_PosteriorStub: item x has the posteriors of row x) on 2 classes; V and the test sample U are index
+# columns into its rows, U's prior differs from V's. Each value below is computed by hand in the comments.
+class _Identity(BaseEstimator):
+    """A 'regressor' that predicts its feature as it is (so the regression baselines return their feature),
+    keeping what it was fitted on."""
+
+    def fit(self, X, y):
+        self.X_, self.y_ = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        return self
+
+    def predict(self, X):
+        return np.asarray(X, dtype=float)[:, 0]
+
+
+def _stub_case(P_val, P_test):
+    """(h, X_val, X_test): the stub over the rows of P_val then P_test, and the index columns of each."""
+    h = _PosteriorStub(np.r_[np.asarray(P_val, float), np.asarray(P_test, float)])
+    return h, np.arange(len(P_val))[:, None], len(P_val) + np.arange(len(P_test))[:, None]
+
+
+# V: 5 items; h right on items 0, 1, 3 (accuracy 3/5); max-confidences 0.9, 0.8, 0.7, 0.6, 0.55.
+_ATC_V = [[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4], [0.45, 0.55]]
+_ATC_Y = np.array([0, 1, 0, 0, 0])
+# U: 4 items, 3 predicted as class 1 (V: 3 of 5); max-confidences 0.95, 0.7 (a tie with the threshold), 0.65, 0.52
+_ATC_U = [[0.05, 0.95], [0.3, 0.7], [0.35, 0.65], [0.52, 0.48]]
+
+
+def test_atc_threshold_and_fraction_by_hand():
+    # k = 3 correct of m = 5: t is the (5 - 3 + 1) = 3rd smallest score of (0.55, 0.6, 0.7, 0.8, 0.9) = 0.7, so
+    # 3 of V's 5 scores are >= t. On U the scores >= 0.7 are 0.95 and 0.7 (>=: the tie counts): 2 / 4 = 0.5
+    # (> would give 0.25; the arg-max 1 of every row would give 1.0).
+    h, X_V, X_U = _stub_case(_ATC_V, _ATC_U)
+    est = ATC(h).fit(X_V, _ATC_Y)
+    assert est.threshold_ == 0.7
+    assert est.predict(X_U) == 0.5
+    assert est.predict(X_V) == 0.6  # V's own accuracy, 3 / 5
+    # ATC-NE: for 2 classes the negative entropy p log p + (1-p) log(1-p) grows with the max-confidence, so the
+    # threshold is that of the row (0.3, 0.7) and the same 2 of U's items reach it
+    ne = 0.3 * np.log(0.3) + 0.7 * np.log(0.7)
+    est = ATC(h, score="neg_entropy").fit(X_V, _ATC_Y)
+    assert est.threshold_ == pytest.approx(ne, abs=1e-15)
+    assert est.predict(X_U) == 0.5
+    # random_state is unused: any seed gives the same threshold and estimate
+    assert ATC(h, random_state=7).fit(X_V, _ATC_Y).predict(X_U) == 0.5
+    with pytest.raises(ValueError, match=r"score must be one of \['maxconf', 'neg_entropy'\], got 'margin'"):
+        ATC(h, score="margin").fit(X_V, _ATC_Y)
+
+
+def test_atc_threshold_errors_and_scores_by_hand():
+    with pytest.raises(ValueError, match="^scores is empty: the threshold needs at least one validation item$"):
+        atc_threshold(np.array([]), np.array([], bool))
+    with pytest.raises(ValueError, match=r"correct must have one entry per score: expected shape \(3,\), got \(2,\)"):
+        atc_threshold(np.array([0.5, 0.6, 0.7]), np.array([True, False]))
+    with pytest.raises(TypeError, match="correct must be booleans .* got dtype float64"):
+        atc_threshold(np.array([0.5, 0.6]), np.array([1.0, 0.0]))
+    with pytest.raises(ValueError, match="scores contains NaN or infinite values"):
+        atc_threshold(np.array([np.nan, 0.5]), np.array([True, False]))
+    with pytest.raises(ValueError, match=r"scores must be 1-d, got shape \(1, 2\)"):
+        atc_threshold(np.array([[0.5, 0.6]]), np.array([True, False]))
+    assert atc_threshold(np.array([0.7]), np.array([True])) == 0.7  # a single item
+    assert atc_threshold(np.array([0.7]), np.array([False])) == np.inf
+    assert atc_threshold(np.array([0.3, 0.9, 0.6]), np.array([1, 1, 1])) == 0.3  # k = m: the smallest score
+    assert atc_threshold(np.array([0.3, 0.9, 0.6]), np.array([0, 1, 0])) == 0.9  # k = 1: the largest
+    # negative entropy (nats), 0 log 0 = 0: a one-hot row has 0, a uniform row -log n
+    np.testing.assert_allclose(baselines.negative_entropy(np.array([[1.0, 0.0], [0.5, 0.5], [0.2, 0.8]])),
+                               [0.0, -np.log(2), 0.2 * np.log(0.2) + 0.8 * np.log(0.8)], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(max_confidence(np.array([[0.2, 0.8], [0.7, 0.3]])), [0.8, 0.7])
+
+
+# DoC: every class-0 item of V has posteriors (0.9, 0.1) and is right, every class-1 item (0.6, 0.4) and is wrong
+# (h predicts 0). The stratified halves of V hold one of each whatever the seed: C(V1) = 0.75, A(V1) = 0.5. A
+# validation sample with a fraction r of class 0 has C = 0.6 + 0.3 r and A = r, so the regression learns
+# A(V1) - A = 0.5 - r from C(V1) - C = 0.3 (0.5 - r) exactly: slope 10/3, intercept 0. U gets
+# A(V1) - 10/3 (C(V1) - C(U)).
+_DOC_V = [[0.9, 0.1], [0.9, 0.1], [0.6, 0.4], [0.6, 0.4]]
+_DOC_Y = np.array([0, 0, 1, 1])
+
+
+def test_doc_difference_of_confidences_by_hand():
+    # U (mostly class 0 by h, which V is not): max-confidences 0.95, 0.9, 0.8, 0.7, C(U) = 0.8375
+    # -> 0.5 + 10/3 * 0.0875 = 0.791666...
+    U = [[0.95, 0.05], [0.9, 0.1], [0.2, 0.8], [0.7, 0.3]]
+    h, X_V, X_U = _stub_case(_DOC_V, U)
+    est = DoC(h, n_val_samples=10, random_state=0).fit(X_V, _DOC_Y)
+    assert est.ref_score_ == pytest.approx(0.75, abs=1e-15)
+    assert est.predict(X_U) == pytest.approx(0.5 + 10 / 3 * 0.0875, abs=1e-9)
+    # a confident U: 0.5 + 10/3 * (0.95 - 0.75) = 1.1666..., clipped to 1 unless clip=False
+    h, X_V, X_U = _stub_case(_DOC_V, [[0.95, 0.05]] * 2 + [[0.05, 0.95]] * 2)
+    assert DoC(h, n_val_samples=10, random_state=0).fit(X_V, _DOC_Y).predict(X_U) == 1.0
+    assert DoC(h, n_val_samples=10, random_state=0, clip=False).fit(X_V, _DOC_Y).predict(X_U) == pytest.approx(
+        0.5 + 10 / 3 * 0.2, abs=1e-9)
+    # an unconfident U: C(U) = 0.55, 0.5 - 10/3 * 0.2 = -0.1666..., clipped to 0 unless clip=False
+    h, X_V, X_U = _stub_case(_DOC_V, [[0.55, 0.45]] * 2 + [[0.45, 0.55]] * 2)
+    assert DoC(h, n_val_samples=10, random_state=0).fit(X_V, _DOC_Y).predict(X_U) == 0.0
+    assert DoC(h, n_val_samples=10, random_state=0, clip=False).fit(X_V, _DOC_Y).predict(X_U) == pytest.approx(
+        0.5 - 10 / 3 * 0.2, abs=1e-9)
+    h, X_V, X_U = _stub_case(_DOC_V, [[0.95, 0.05]] * 2 + [[0.05, 0.95]] * 2)
+    # the regressor sees the differences (feature C(V1) - C(V_i), target A(V1) - A(V_i)) and DoC returns
+    # A(V1) - its prediction: with the identity 'regressor', A(V1) - (C(V1) - C(U)) = 0.5 - 0.75 + 0.95 = 0.7
+    est = DoC(h, n_val_samples=10, random_state=0, regressor=_Identity()).fit(X_V, _DOC_Y)
+    assert est.predict(X_U) == pytest.approx(0.7, abs=1e-12)
+    reg = est.regressors_[(4, get_measure("accuracy"))]
+    r = est.val_tables_[4].sum(axis=2)[:, 0]  # the fraction of class 0 in each V_i
+    np.testing.assert_allclose(reg.X_[:, 0], 0.15 - 0.3 * r, atol=1e-12)
+    np.testing.assert_allclose(reg.y_, 0.5 - r, atol=1e-12)
+    assert len(np.unique(np.round(r, 9))) > 1 and reg.X_.shape == (10, 1)
+
+
+def test_ds_and_nn_scores_through_the_regressor_by_hand():
+    # with the identity 'regressor' and clip=False, DS and NN return the score of U itself.
+    # U = rows (1, 0), (0, 1), (1, 0), (0, 1): h predicts 0, 1, 0, 1.
+    U = [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]]
+    h, X_V, X_U = _stub_case(_DOC_V, U)
+    kw = dict(n_val_samples=5, regressor=_Identity(), clip=False, random_state=0)
+    # NN: one-hot rows spread evenly over both classes, singular values sqrt 2, sqrt 2: 2 sqrt 2 / sqrt(4 * 2) = 1
+    assert NN(h, **kw).fit(X_V, _DOC_Y).predict(X_U) == pytest.approx(1.0, abs=1e-12)
+    # DS on the posteriors: mu = (0.5, 0.5), mu_0 = (1, 0), mu_1 = (0, 1); sum_k m_k ||mu_k - mu||^2 = 2 * 0.5 * 2
+    # = 2, over n - 1 = 1: log 2
+    # (h predicts class 0 on all of V: DS, which reads h's decisions, says so)
+    with pytest.warns(DegenerateClassifierWarning, match="h predicts only class 0 on V: DS reads h's decisions"):
+        ds_post = DS(h, space="posteriors", **kw).fit(X_V, _DOC_Y)
+    assert ds_post.predict(X_U) == pytest.approx(np.log(2), abs=1e-12)
+    # DS on the features (the index column 4, 5, 6, 7): mu = 5.5, mu_0 = 5 (items 4, 6), mu_1 = 6 (items 5, 7):
+    # 2 * 0.25 + 2 * 0.25 = 1: log 1 = 0
+    with pytest.warns(DegenerateClassifierWarning, match="only class 0"):
+        ds_feat = DS(h, **kw).fit(X_V, _DOC_Y)
+    assert ds_feat.predict(X_U) == pytest.approx(0.0, abs=1e-12)
+    # the regressor learns the measure of the validation samples (not a difference): here a validation sample's
+    # accuracy is its fraction of class 0 (class-1 items are wrong), read off its table's first column
+    est = NN(h, **kw).fit(X_V, _DOC_Y)
+    est.predict(X_U)
+    reg = est.regressors_[(4, get_measure("accuracy"))]
+    np.testing.assert_allclose(reg.y_, est.val_tables_[4][:, 0, 0], atol=1e-15)
+    np.testing.assert_allclose(reg.X_[:, 0], [nuclear_norm_score(h.P[s]) for s in _upp_rows(est, 4)], atol=1e-12)
+    with pytest.raises(ValueError, match="space must be 'features' or 'posteriors', got 'pixels'"), \
+            pytest.warns(DegenerateClassifierWarning):
+        DS(h, space="pixels").fit(X_V, _DOC_Y)
+    with pytest.raises(ValueError, match=r"regress must be one of \['measure', 'accuracy'\], got 'f1'"):
+        NN(h, regress="f1").fit(X_V, _DOC_Y)
+    with pytest.raises(ValueError, match="n_val_samples must be >= 2, got 1"):
+        NN(h, n_val_samples=1).fit(X_V, _DOC_Y)
+    with pytest.raises(ValueError, match="val_sample_size must be >= 2, got 1"):
+        NN(h, val_sample_size=1).fit(X_V, _DOC_Y)
+    fixed = NN(h, val_sample_size=2, **kw).fit(X_V, _DOC_Y)
+    assert sorted(fixed.val_scores_) == [2]  # drawn at fit
+    with pytest.raises(ValueError, match=r"^samples\[1\] has 4 items but val_sample_size=2: the score of NN depends on "
+                                         r"the sample size, so the regressor only applies to samples of that size; "
+                                         r"leave val_sample_size=None to fit one per size$"):
+        fixed.predict_batch([X_U[:2], X_U])
+
+
+def _upp_rows(est, size):
+    """The rows of V (indices into h.P) of est's validation samples of ``size`` items, as drawn at fit."""
+    pool = est.pool_idx_
+    return [pool[s] for s in protocols.upp_indices(est.y_val_[pool], size, est.n_val_samples, est.seed_,
+                                                    n_classes=est.n_classes_)]
+
+
+def test_regression_baselines_seed_the_split_and_samples():
+    # 20 items of V with distinct posteriors: the seed picks the halving of V and the validation samples; the same
+    # seed gives the same estimate, another seed another split (and estimate)
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.5, 1.0, 24)
+    P = np.c_[p, 1 - p]
+    y = np.r_[np.zeros(10, int), np.ones(10, int)]
+    h, X_V, X_U = _stub_case(P[:20], P[20:])
+    fits = [DoC(h, n_val_samples=8, random_state=s).fit(X_V, y) for s in (0, 0, 1)]
+    np.testing.assert_array_equal(fits[0].ref_idx_, fits[1].ref_idx_)
+    assert fits[0].predict(X_U) == fits[1].predict(X_U)
+    assert set(fits[0].ref_idx_) != set(fits[2].ref_idx_)
+    assert fits[0].seed_ == 0 and fits[2].seed_ == 1
+    assert sorted(np.r_[fits[2].ref_idx_, fits[2].pool_idx_]) == list(range(20))  # the halves split V
+    assert len(fits[2].ref_idx_) == 10 and np.bincount(y[fits[2].ref_idx_]).tolist() == [5, 5]  # stratified
+    for s in range(2, 6):  # stratified halves of V whatever the seed
+        assert np.bincount(y[DoC(h, random_state=s).fit(X_V, y).ref_idx_]).tolist() == [5, 5]
+    # random_state=None: a seed is drawn from numpy's global (legacy, frozen-stream) RandomState, in 0..2**31-2
+    state = np.random.get_state()
+    try:
+        np.random.seed(11)
+        drawn = [DoC(h, n_val_samples=2).fit(X_V, y).seed_ for _ in range(12)]
+        np.random.seed(11)
+        assert drawn == [int(np.random.randint(0, 2**31 - 1)) for _ in range(12)]
+    finally:
+        np.random.set_state(state)
+    nn = [NN(h, n_val_samples=8, random_state=s).fit(X_V, y) for s in (0, 1)]
+    assert len(nn[0].ref_idx_) == 20  # NN does not split V: both halves are V
+    nn[0].predict(X_U), nn[1].predict(X_U)
+    assert not np.array_equal(nn[0].val_scores_[4], nn[1].val_scores_[4])  # other validation samples
+
+
+# CBPE: U = rows (0.9, 0.1), (0.6, 0.4), (0.6, 0.4), (0.2, 0.8), predicted 0, 0, 0, 1 (V: half and half).
+# C[i, j] = (1/4) sum over the items predicted j of P[x, i]: column 0 = (2.1, 0.9) / 4, column 1 = (0.2, 0.8) / 4.
+_CBPE_V = [[0.8, 0.2], [0.8, 0.2], [0.8, 0.2], [0.8, 0.2], [0.2, 0.8], [0.2, 0.8], [0.2, 0.8], [0.2, 0.8],
+           [0.5, 0.5]]
+_CBPE_Y = np.array([0, 0, 0, 1, 1, 1, 1, 0, 0])  # calibrated on V: 3 of 4 right at 0.8, a coin at 0.5
+_CBPE_U = [[0.9, 0.1], [0.6, 0.4], [0.6, 0.4], [0.2, 0.8]]
+
+
+def test_cbpe_table_and_measures_by_hand():
+    h, X_V, X_U = _stub_case(_CBPE_V, _CBPE_U)
+    est = CBPE(h, calibration=None).fit(X_V, _CBPE_Y)
+    C = np.array([[0.525, 0.05], [0.225, 0.2]])
+    np.testing.assert_allclose(est.predict_table(X_U), C, rtol=0, atol=1e-15)
+    assert est.predict(X_U) == pytest.approx(0.725, abs=1e-15)
+    # binary F1 of class 1: 2 * 0.2 / (0.25 + 0.425) = 0.4 / 0.675
+    assert est.predict(X_U, "f1") == pytest.approx(0.4 / 0.675, abs=1e-12)
+    # the LEAP authors' table: columns scaled to 1, (0.7, 0.3) and (0.2, 0.8), then halved
+    # no BCTS, no SLD prior without a calibration; "sld" starts from the mean posterior on V, (4.5, 4.5) / 9 (not
+    # V's label prevalence, (5, 4) / 9)
+    assert (est.calibrator_, est.bcts_, est.floor_, est.train_prevalence_) == (None, False, None, None)
+    sld = CBPE(h, calibration="sld").fit(X_V, _CBPE_Y)
+    np.testing.assert_allclose(sld.train_prevalence_, [0.5, 0.5], rtol=0, atol=1e-15)
+    assert (sld.calibrator_, sld.bcts_, sld.floor_) == (None, False, None)
+    authors = CBPE(h, calibration=None, table="column-normalised").fit(X_V, _CBPE_Y)
+    np.testing.assert_allclose(authors.predict_table(X_U), [[0.35, 0.1], [0.15, 0.4]], rtol=0, atol=1e-15)
+    assert CBPE(h, calibration=None, random_state=3).fit(X_V, _CBPE_Y).predict(X_U) == pytest.approx(0.725,
+                                                                                                    abs=1e-15)
+    with pytest.raises(ValueError, match=r"table must be one of \['joint', 'column-normalised'\], got 'rows'"):
+        CBPE(h, table="rows").fit(X_V, _CBPE_Y)
+    with pytest.raises(ValueError, match=r"calibration must be one of \[None, 'bcts', 'sld', 'sld-bcts', 'lascal'\], "
+                                         r"got 'platt'"):
+        CBPE(h, calibration="platt").fit(X_V, _CBPE_Y)
+    with pytest.raises(ValueError, match=r"lascal\(\) needs calibration='lascal', this CBPE has calibration=None"):
+        est.lascal(np.array(_CBPE_U))
+
+
+def test_cbpe_macro_f1_with_a_class_never_predicted():
+    # 3 classes, h never predicts class 2 on U: U = (0.7, 0.2, 0.1), (0.1, 0.6, 0.3), (0.5, 0.1, 0.4)
+    # C = [[1.2, 0.1, 0], [0.3, 0.6, 0], [0.5, 0.3, 0]] / 3; class 2 has F1 0 (no predictions, true mass 0.8 / 3)
+    P_V = np.array([[0.7, 0.2, 0.1], [0.2, 0.7, 0.1], [0.1, 0.2, 0.7]] * 3)
+    h, X_V, X_U = _stub_case(P_V, [[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.5, 0.1, 0.4]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        est = CBPE(h, calibration=None).fit(X_V, np.tile([0, 1, 2], 3))
+    C = np.array([[1.2, 0.1, 0], [0.3, 0.6, 0], [0.5, 0.3, 0]]) / 3
+    np.testing.assert_allclose(est.predict_table(X_U), C, rtol=0, atol=1e-15)
+    f1 = [2 * 1.2 / (2.0 + 1.3), 2 * 0.6 / (1.0 + 0.9), 0.0]  # 2 C_kk / (row sum + column sum), times 3
+    assert est.predict(X_U, "macro_f1") == pytest.approx(np.mean(f1), abs=1e-12)
+    assert est.predict(X_U, "macro_f1") == pytest.approx(macro_f1(C), abs=1e-15)
+
+
+def test_cot_transport_cost_by_hand():
+    # U = rows (0.7, 0.3), (0.4, 0.6), mass 1/2 each; cost of row p to class k: 1 - p_k.
+    # To (1/2, 1/2): row 1 -> 0 (0.3), row 2 -> 1 (0.4): cost 0.35, estimate 0.65.
+    # To V's prevalence (1/4, 3/4): x of row 1 to class 0 (x <= 1/4), the rest of class 0 from row 2:
+    # cost 0.3 x + 0.7 (1/2 - x) + 0.6 (1/4 - x) + 0.4 (1/4 + x) = 0.6 - 0.6 x, least at x = 1/4: 0.45 -> 0.55
+    U = np.array([[0.7, 0.3], [0.4, 0.6]])
+    assert cot_accuracy(U, [0.5, 0.5]) == pytest.approx(0.65, abs=1e-12)
+    assert cot_accuracy(U, [0.25, 0.75]) == pytest.approx(0.55, abs=1e-12)
+    h, X_V, X_U = _stub_case([[0.8, 0.2], [0.3, 0.7], [0.2, 0.8], [0.1, 0.9]], U)
+    y_V = np.array([0, 1, 1, 1])
+    cot = COT(h, quantifier=None).fit(X_V, y_V)
+    np.testing.assert_allclose(cot.val_prev_, [0.25, 0.75])
+    assert cot.predict(X_U) == pytest.approx(0.55, abs=1e-12)
+    qcot = COT(h, quantifier="oracle", random_state=4).fit(X_V, y_V)
+    assert qcot.predict_batch([X_U], prevalences=np.array([[0.5, 0.5]]))[0] == pytest.approx(0.65, abs=1e-12)
+    with pytest.raises(ValueError, match=r"label_prev must be one distribution \(n,\), got shape \(1, 2\)"):
+        cot_accuracy(U, [[0.5, 0.5]])
+
+
+class _Midpoint(ClassifierMixin, BaseEstimator):
+    """A 1-d classifier: class 1 beyond the midpoint t of the class means of its training items."""
+
+    def fit(self, X, y):
+        X, y = np.asarray(X, float)[:, 0], np.asarray(y)
+        self.t_ = (X[y == 0].mean() + X[y == 1].mean()) / 2
+        self.classes_, self.n_features_in_ = np.arange(2), 1
+        return self
+
+    def predict_proba(self, X):
+        s = 1 / (1 + np.exp(-(np.asarray(X, float)[:, 0] - self.t_)))
+        return np.c_[1 - s, s]
+
+    def predict(self, X):
+        return (np.asarray(X, float)[:, 0] > self.t_).astype(int)
+
+
+def test_rca_reverse_table_by_hand():
+    # h: t = 0. V = (-2, -1, 1, 2), labels 0, 0, 1, 1 (h right on all). U = (-1, 3, 4, 5), h's pseudo-labels
+    # 0, 1, 1, 1 (V: half and half): h' has t' = (-1 + 4) / 2 = 1.5 and predicts 0, 0, 0, 1 on V:
+    # table [[2, 0], [1, 1]] / 4, accuracy 0.75
+    h = _Midpoint().fit(np.array([[-1.0], [1.0]]), [0, 1])
+    X_V, y_V = np.array([[-2.0], [-1.0], [1.0], [2.0]]), np.array([0, 0, 1, 1])
+    X_U = np.array([[-1.0], [3.0], [4.0], [5.0]])
+    rca = RCA(h).fit(X_V, y_V)
+    np.testing.assert_array_equal(rca.predict_table(X_U), [[0.5, 0.0], [0.25, 0.25]])
+    # U all on h's side 1: h' is the constant classifier of class 1, table [[0, 2], [0, 2]] / 4
+    np.testing.assert_array_equal(rca.predict_table(np.array([[1.0], [2.0], [3.0]])), [[0.0, 0.5], [0.0, 0.5]])
+    # RCA*: V = (-2, -2, 1, 1), every stratified half V1 = (-2, 1), where h is right (A = 1) and h' of U is wrong
+    # on 1 (A = 0.5): the feature A(h, V1) - A(h', V1) = 0.5, returned by the identity 'regressor'
+    X_V = np.array([[-2.0], [-2.0], [1.0], [1.0]])
+    star = RCAStar(h, n_val_samples=3, regressor=_Identity(), random_state=0).fit(X_V, y_V)
+    assert star.predict(X_U) == pytest.approx(0.5, abs=1e-15)
+    np.testing.assert_array_equal(star.ref_table_, [[0.5, 0.0], [0.0, 0.5]])
+
+
+# -- constructor defaults, evidence and the checks at fit and predict ----------------------------
+def test_constructors_store_their_parameters_and_documented_defaults():
+    h = _PosteriorStub(np.array(_DOC_V))
+    reg = _Identity()
+    d = DS(h, "f1", "posteriors", 7, 9, reg, False, 3, "accuracy")
+    assert (d.classifier, d.measure, d.space, d.n_val_samples, d.val_sample_size, d.regressor, d.clip,
+            d.random_state, d.regress) == (h, "f1", "posteriors", 7, 9, reg, False, 3, "accuracy")
+    for cls in (DoC, DS, NN, RCAStar):
+        e = cls(h)
+        assert (e.measure, e.n_val_samples, e.val_sample_size, e.regressor, e.clip, e.random_state, e.regress) == (
+            "accuracy", 100, None, None, True, None, "measure")
+    assert DS(h).space == "features"
+    a = NN(h, "f1", 7, 9, reg, False, 3, "accuracy")
+    assert (a.measure, a.n_val_samples, a.val_sample_size, a.regressor, a.clip, a.random_state, a.regress) == (
+        "f1", 7, 9, reg, False, 3, "accuracy")
+    c = CBPE(h)
+    assert (c.calibration, c.measure, c.random_state, c.table) == ("sld-bcts", "accuracy", None, "joint")
+    c = CBPE(h, "lascal", "f1", 2, "column-normalised")
+    assert (c.calibration, c.measure, c.random_state, c.table) == ("lascal", "f1", 2, "column-normalised")
+    q = COT(h)
+    assert (q.quantifier, q.measure, q.random_state) == ("kdey", "accuracy", None)
+    q = COT(h, None, "acc", 5)
+    assert (q.quantifier, q.measure, q.random_state) == (None, "acc", 5)
+    t = ATC(h)
+    assert (t.score, t.measure, t.random_state) == ("maxconf", "accuracy", None)
+    t = ATC(h, "neg_entropy", "acc", 4)
+    assert (t.score, t.measure, t.random_state) == ("neg_entropy", "acc", 4)
+
+
+def test_evidence_each_method_declares():
+    h = _PosteriorStub(np.array(_DOC_V))
+    reason = "every class must occur in V"
+    for est in (NN(h), DS(h), ATC(h), CBPE(h), COT(h, quantifier=None), COT(h, quantifier="oracle")):
+        assert est.evidence() == (1, reason), type(est).__name__
+    for est in (DoC(h), RCAStar(h)):  # the stratified halves of V
+        assert est.evidence() == (2, "it splits V in two halves stratified by class, each needing every class")
+    assert COT(h, quantifier="kdey").evidence() == (5, "its quantifier's posteriors on V are cross-validated in 5 "
+                                                       "stratified folds")
+    assert COT(h, quantifier=Quantifier("kdey")).evidence()[0] == 5
+    assert DS(h).reads_from_h() == ("decisions",)
+    assert DS(h, space="posteriors").reads_from_h() == ("decisions", "confidence")
+
+
+def test_cbpe_warns_when_posteriors_are_miscalibrated_on_v():
+    # V: h says 0.9 for the class it predicts and is always wrong: the estimate on V is 0.9, h's accuracy 0; the
+    # binomial sd on 4 items, floored at sqrt(1/m / m) = 0.25, so 2 sd = 0.5 < 0.9: warned
+    h, X_V, X_U = _stub_case([[0.9, 0.1], [0.9, 0.1], [0.1, 0.9], [0.1, 0.9]], [[0.9, 0.1], [0.2, 0.8]])
+    with pytest.warns(CalibrationWarning, match=r"CBPE assumes h's posteriors are calibrated, but on V itself it "
+                                                r"estimates h's accuracy at 0\.900 where it is 0\.000 \(more than 2 "
+                                                r"binomial sd = 0\.500 apart\)"):
+        CBPE(h, calibration=None).fit(X_V, [1, 1, 0, 0])
+    # 10 items at confidence 0.9, h right on 2: accuracy 0.2, sd sqrt(0.2 * 0.8 / 10) = 0.1265 (above the floor
+    # sqrt(1/10 / 10)), 2 sd = 0.253 < 0.7
+    P = [[0.9, 0.1]] * 5 + [[0.1, 0.9]] * 5
+    h, X_V, X_U = _stub_case(P, [[0.9, 0.1], [0.2, 0.8]])
+    with pytest.warns(CalibrationWarning, match=r"at 0\.900 where it is 0\.200 \(more than 2 binomial sd = 0\.253 apart\), "
+                                                r"so its estimates are biased; it needs posteriors calibrated on V's "
+                                                r"distribution \(recalibrate h, e\.g\. sklearn's CalibratedClassifierCV, "
+                                                r"or use a LEAP method\)$"):
+        CBPE(h, calibration=None).fit(X_V, [0, 1, 1, 1, 1, 1, 0, 0, 0, 0])
+    # _CBPE_V is calibrated: estimate 6.9 / 9 = 0.767, accuracy 7 / 9 = 0.778: no warning (nor for COT, on the
+    # COT case: estimate 0.8, accuracy 1, 2 sd = 0.5)
+    h, X_V, X_U = _stub_case(_CBPE_V, _CBPE_U)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CBPE(h, calibration=None).fit(X_V, _CBPE_Y)
+    h, X_V, X_U = _stub_case([[0.8, 0.2], [0.3, 0.7], [0.2, 0.8], [0.1, 0.9]], [[0.7, 0.3], [0.4, 0.6]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        COT(h, quantifier=None).fit(X_V, [0, 1, 1, 1])
+    # labels 1, 0, 0, 0: h is always wrong; V's prevalence (3/4, 1/4): class 1 gets the last row (cost 0.1), class 0
+    # the others (0.2 + 0.7 + 0.8): cost 1.8 / 4 = 0.45, estimate 0.55 > 0 + 2 sd = 0.5
+    with pytest.warns(CalibrationWarning, match=r"COT assumes h's posteriors are calibrated, but on V itself it "
+                                                r"estimates h's accuracy at 0\.550 where it is 0\.000"):
+        COT(h, quantifier=None).fit(X_V, [1, 0, 0, 0])
+
+
+def test_samples_smaller_than_the_classes_are_refused_by_name():
+    h, X_V, X_U = _stub_case(_ATC_V, _ATC_U)
+    est = ATC(h).fit(X_V, _ATC_Y)
+    with pytest.raises(ValueError, match=r"samples\[1\] has 1 items, fewer than the 2 classes: ATC needs test "
+                                         r"samples of at least n_classes items \(use larger samples\)"):
+        est.predict_batch([X_U, X_U[:1]])
+    # predict_proba is applied to the sample when no posteriors are given, and checked under its own name
+    assert est.predict_batch([X_U, X_U[:2]]).tolist() == [0.5, 1.0]
+    h, X_V, X_U = _stub_case(_CBPE_V, _CBPE_U)
+    naive = Naive(h).fit(X_V, _CBPE_Y)
+    np.testing.assert_array_equal(naive.tables_from_prevalences([0.3, 0.7]), naive.val_table_[None])
+    np.testing.assert_array_equal(naive.predict_table_batch([X_U, X_U, X_U]), [naive.val_table_] * 3)
+    with pytest.raises(ValueError, match=r"^pred_prev must have shape \(\.\.\., 2\) \(one entry per class\), got \(3,\)"):
+        naive.tables_from_prevalences([0.3, 0.3, 0.4])
+
+
+def test_score_and_table_functions_name_their_arguments():
+    with pytest.raises(ValueError, match=r"P must have shape \(\.\.\., 2\) \(one entry per class\), got \(1, 3\)"):
+        cbpe_table(np.array([[0.2, 0.3, 0.5]]), [0], 2)
+    with pytest.raises(ValueError, match=r"y_pred has labels \[2\] outside the codeframe 0\.\.1"):
+        cbpe_table(np.array([[0.5, 0.5]]), [2], 2)
+    with pytest.raises(ValueError, match=r"y_pred must have one label per item: expected shape \(1,\), got \(2,\)"):
+        cbpe_table(np.array([[0.5, 0.5]]), [0, 1], 2)
+    for f in (nuclear_norm_score, lambda P: cot_accuracy(P, [0.5, 0.5])):
+        with pytest.raises(ValueError, match="^P must be a probability distribution"):
+            f(np.array([[0.5, 0.6]]))
+    with pytest.raises(ValueError, match=r"^label_prev must have shape \(\.\.\., 2\) \(one entry per class\), got \(3,\)"):
+        cot_accuracy(np.array([[0.4, 0.6]]), [0.2, 0.3, 0.5])
+    with pytest.raises(ValueError, match="^label_prev must be a probability distribution"):
+        cot_accuracy(np.array([[0.4, 0.6]]), [0.2, 0.3])
+    # COT with more items than classes (mass 1/m each): the 2-item case above, each row twice
+    U = np.array([[0.7, 0.3], [0.7, 0.3], [0.4, 0.6], [0.4, 0.6], [0.4, 0.6], [0.7, 0.3]])
+    assert cot_accuracy(U[:4], [0.25, 0.75]) == pytest.approx(0.55, abs=1e-12)
+    # 3 items, prevalence (1/3, 2/3): the 0.7-row to class 0 (cost 0.3), the two 0.6-rows to class 1 (0.4 + 0.4):
+    # 1.1 / 3 (the other way round, 0.6 + 0.7 + 0.4 = 1.7)
+    assert cot_accuracy(U[[0, 2, 3]], [1 / 3, 2 / 3]) == pytest.approx(1 - 1.1 / 3, abs=1e-12)
+    # h wrong with certainty on every item: cost 1, estimate 0 (never below: round-off is clipped)
+    for m in (3, 20, 21):
+        assert 0.0 <= cot_accuracy(np.tile([0.0, 1.0], (m, 1)), [1.0, 0.0]) <= 1e-12
+    # integer counts are read as floats; a table with one predicted class keeps its column (divided by 1)
+    np.testing.assert_allclose(baselines.column_normalised(np.array([[3, 1], [1, 1]])), [[0.375, 0.25], [0.125, 0.25]],
+                               rtol=0, atol=1e-15)
+    np.testing.assert_allclose(baselines.column_normalised(np.array([[0.3, 0.0], [0.7, 0.0]])), [[0.3, 0.0], [0.7, 0.0]],
+                               rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(baselines.column_normalised(np.zeros((2, 2))), np.zeros((2, 2)))
+    # exact zeros: 0 log 0 = 0 without a log(0) evaluated (no RuntimeWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert baselines.negative_entropy(np.array([[1.0, 0.0, 0.0]])).tolist() == [0.0]
+
+
+def test_qcot_quantifier_reads_h_and_the_seed():
+    # Q-COT with h's classify-and-count ("cc", which reads h): U of the COT case is predicted 0, 1, so its
+    # estimated prevalence is (1/2, 1/2) and the estimate 0.65 (not V's 0.55)
+    U = [[0.7, 0.3], [0.4, 0.6]]
+    h, X_V, X_U = _stub_case([[0.8, 0.2], [0.3, 0.7], [0.2, 0.8], [0.1, 0.9]], U)
+    cc = COT(h, quantifier="cc").fit(X_V, [0, 1, 1, 1])
+    np.testing.assert_allclose(cc.quantifier_.quantify(X_U), [0.5, 0.5], atol=1e-12)
+    assert cc.predict(X_U) == pytest.approx(0.65, abs=1e-12)
+    # the quantifier gets the method's seed (KDEy seeds its surrogate MLP and folds with it) and h
+    q = COT(h, quantifier="cc", random_state=3).fit(X_V, [0, 1, 1, 1]).quantifier_
+    assert q.random_state == 3 and q.classifier is h
+
+
+def test_dispersion_score_edge_cases_by_hand():
+    Z = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [4.0, 2.0]])
+    # sparse features are densified: the same log 5 as test_dispersion_score_by_hand
+    assert dispersion_score(sp.csr_matrix(Z), [0, 0, 1, 1], 2) == pytest.approx(np.log(5.0), abs=1e-12)
+    # a class predicted once counts: Z = 0, 2, 4 labelled 0, 0, 1: mu = 2, mu_0 = 1, mu_1 = 4: 2 * 1 + 1 * 4 = 6
+    assert dispersion_score(np.array([[0.0], [2.0], [4.0]]), [0, 0, 1], 2) == pytest.approx(np.log(6.0), abs=1e-12)
+    # one item, or one predicted class: the sum is 0, floored at `floor` before the log
+    assert dispersion_score(np.array([[1.0, 2.0]]), [0], 2) == pytest.approx(np.log(1e-12), abs=1e-12)
+    assert dispersion_score(Z, np.zeros(4, int), 2, floor=1e-3) == pytest.approx(np.log(1e-3), abs=1e-12)
+    with pytest.raises(ValueError, match="n_classes must be >= 2, got 1"):
+        dispersion_score(Z, np.zeros(4, int), 1)
+    with pytest.raises(ValueError, match=r"Z must be 2-d, got shape \(4,\)"):
+        dispersion_score(np.zeros(4), np.zeros(4, int), 2)
+    with pytest.raises(ValueError, match="^Z is empty: the dispersion score needs at least one item$"):
+        dispersion_score(np.zeros((0, 2)), np.zeros(0, int), 2)
+    with pytest.raises(ValueError, match=r"y_pred must have one label per item: expected shape \(4,\), got \(3,\)"):
+        dispersion_score(Z, np.zeros(3, int), 2)
+
+
+def test_cot_evidence_follows_its_quantifiers_folds():
+    # a QuaPy quantifier cross-validated in 2 folds needs 2 items of every class (not the 1 of plain COT)
+    from quapy.method.aggregative import ACC
+    h = _PosteriorStub(np.array(_DOC_V))
+    q = Quantifier(ACC(LogisticRegression(), val_split=2))
+    assert COT(h, quantifier=q).evidence() == (2, "its quantifier's posteriors on V are cross-validated in 2 "
+                                                  "stratified folds")
+
+
+def test_lcbpe_runs_its_self_check_once_per_sample_size():
+    # L-CBPE checks LasCal on IID subsamples of V of each test sample size m <= |V| / 2 (cached per m), through
+    # predict_batch as through the experiment runner's posteriors
+    rng = np.random.default_rng(4)
+    P_V, y_V, _ = _scaled_posteriors(60, _P_V, rng, 1.0)
+    P_U, _, _ = _scaled_posteriors(20, _SHIFTED, rng, 1.0)
+    h, X_V, X_U = _stub_case(P_V, P_U)
+    est = CBPE(h, calibration="lascal", random_state=0).fit(X_V, y_V)
+    assert est.lascal_checks_ == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        got = est.predict_batch([X_U[:12], X_U], posteriors=[P_U[:12], P_U])
+    assert sorted(est.lascal_checks_) == [12, 20]  # m = 12 and 20 <= 60 / 2; not n = 3
+    T = est.lascal(P_U)[0]
+    assert got[1] == pytest.approx(np.trace(cbpe_table(baselines.temperature_scale(P_U, T), P_U.argmax(axis=1), 3)),
+                                   abs=1e-12)
+
+
+def test_posterior_checks_name_where_the_posteriors_came_from():
+    # h's posteriors on V and on a sample are checked under the call that produced them
+    P = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7], [0.5, 0.6]])  # the last row sums to 1.1
+    h = _PosteriorStub(P)
+    est = ATC(h).fit(np.arange(4)[:, None], [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"^predict_proba\(samples\[1\]\) must be a probability distribution"):
+        est.predict_batch([np.array([[0], [1]]), np.array([[0], [4]])])
+    wide = _PosteriorStub(np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3]]))
+    wide.classes_ = np.arange(2)  # h says 2 classes but its posteriors have 3 columns
+    with pytest.raises(ValueError, match=r"^classifier\.predict_proba\(X_val\) must have shape \(\.\.\., 2\)"):
+        ATC(wide).fit(np.array([[0], [1]]), [0, 1])
+    # a sample smaller than the number of classes is refused with its size (not its number of features)
+    P_V = np.array([[0.7, 0.2, 0.1], [0.2, 0.7, 0.1], [0.1, 0.2, 0.7]] * 3)
+    h3, X_V, X_U = _stub_case(P_V, [[0.7, 0.2, 0.1], [0.1, 0.6, 0.3]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        est = CBPE(h3, calibration=None).fit(X_V, np.tile([0, 1, 2], 3))
+    with pytest.raises(ValueError, match=r"^samples\[0\] has 2 items, fewer than the 3 classes: CBPE needs test samples"):
+        est.predict_batch([X_U])
