@@ -238,13 +238,15 @@ def collect(args, wall=None) -> None:
             f"{args.sizes}, 95% intervals, accuracy and F1")
     runs = [json.loads(f.read_text()) for w in folders for f in w.glob("run*.json")]
     commits = {r["commit"] for r in runs if set(r["candidates"]) & set(df["construction"])}
-    tail = [f"commit of the runs {', '.join(sorted(commits))}, of this summary {git_commit()}; NannyML {versions['nannyml']} in its own venv (Python {versions['python']})",
+    tail = [f"commit of the runs {', '.join(sorted(commits))}, of this summary {git_commit()}; "
+            f"NannyML {versions['nannyml']} in its own venv (Python {versions['python']})",
             f"wall time: {'%.0f s' % wall if wall else 'see book/measured/runs.yml'}; machine: {machine()}"]
     write_recording(args.out, [f"capshift: interval constructions and NannyML CBPE's band on the same samples "
                                f"({what}), per dataset (uncertainty.dataset_scores), measured {date.today()}",
                                f"command: {cmd}", *tail], scores.round(6))
     out_shift = Path(args.out).with_name(Path(args.out).stem + "_by_shift.csv")
-    write_recording(out_shift, [f"capshift: the default interval, the one-split record's choice and NannyML CBPE's band "
+    write_recording(out_shift, [f"capshift: the default interval, the one-split record's choice and NannyML CBPE's "
+                                f"band "
                                 f"by amount of shift ({what}), per dataset and shift bin (L1 distance of the "
                                 f"sample's prevalence to V's: edges {SHIFT_EDGES}), measured {date.today()}",
                                 f"command: {cmd}", *tail], shift.round(6))

@@ -186,10 +186,13 @@ def record(module: str, status: dict, run: dict) -> tuple:
 
 def reapply_equivalents(module: str) -> int:
     """``--reapply-equivalents``: the recorded statuses of <module>.csv recounted with equivalent.yml."""
+    with open(OUT / "scores.csv") as f:
+        row = next((r for r in csv.DictReader(f) if r["module"] == module), None)
+    if row is None or not (OUT / f"{module}.csv").exists():
+        print(f"no recorded run of {module} to recount: run `benchmarks/mutate.py {module}` first", file=sys.stderr)
+        return 1
     with open(OUT / f"{module}.csv") as f:
         status = {r["mutant"]: r["status"] for r in csv.DictReader(f)}
-    with open(OUT / "scores.csv") as f:
-        row = next(r for r in csv.DictReader(f) if r["module"] == module)
     run = {k: row[k] for k in ("seconds", "date", "commit", "tests", "workers")}
     n, killed, survivors, eq, score = record(module, status, run)
     print(f"{module} (recounted): {n} mutants, {killed} killed, {len(survivors)} survived, {eq} equivalent: score "
@@ -204,9 +207,9 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default=None, help="scratch folder (default $TMPDIR/capshift-mutate/<module>)")
     ap.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--reapply-equivalents", action="store_true",
-                    help="no run: recount the recorded run (benchmarks/mutation/<module>.csv) with equivalent.yml as it "
-                         "is now (after reasons were added or a renumbering was mapped); the run's time, commit and "
-                         "date stay those recorded")
+                    help="no run: recount the recorded run (benchmarks/mutation/<module>.csv) with equivalent.yml "
+                         "as it is now (after reasons were added or a renumbering was mapped); the run's time, "
+                         "commit and date stay those recorded")
     args = ap.parse_args(argv)
     module = args.module.removesuffix(".py")
     if not (ROOT / "lib" / "capshift" / f"{module}.py").exists():

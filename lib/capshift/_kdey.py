@@ -160,8 +160,10 @@ def release_weight(D, c, p, j: int) -> np.ndarray:
     relatively). ``t = 0`` where ``phi'(1e-30) >= 0`` (j wants no weight, or the objective is flat along ``e_j - p``),
     else ``t = 1`` where ``phi'(1) <= 0``.
 
-    ``D`` float (n, m) >= 0, ``c`` float (m,) > 0, ``p`` float (n,) on the simplex, ``j`` a class index.
-    Returns float (n,) on the simplex."""
+    ``D`` float (n, m) >= 0, ``c`` float (m,) > 0, ``p`` float (n,) on the simplex, ``j`` a class index; no
+    validation (the solver's inner step: :func:`mixture_ml` passes checked arrays). Returns float (n,) on the
+    simplex. Source: the objective of KDEy-ML (Moreo et al. 2025, Eq. 11, QuaPy's epsilon as ``c``); the line
+    search is this module's."""
     q = p @ D
     dj = D[j] - q
 

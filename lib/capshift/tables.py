@@ -100,7 +100,8 @@ def class_counts(prevalence, size: int) -> np.ndarray:
     """Integer class counts of a sample of ``size`` items at class fractions ``prevalence``, by largest
     remainders: ``floor(q_i * size)`` items of class i, and one more for each of the ``size - sum`` classes of
     largest remainder ``q_i * size - floor(q_i * size)``, ties to the lower class index. The counts sum to
-    ``size`` exactly (rounding each class could give ``size + 1``: 10 + 10 at (.5, .5) for 19).
+    ``size`` exactly (rounding each class could give ``size + 1``: 10 + 10 at (.5, .5) for 19). Hamilton's
+    largest-remainder apportionment.
 
     ``prevalence``: float (n,), >= 0, summing to 1 (:func:`capshift.validation.check_distribution`); ``size``: int
     >= 0. Returns int64 (n,). Raises TypeError/ValueError naming the argument."""
