@@ -359,8 +359,8 @@ def fitted_quantifier(quantifier, classifier, random_state, X_val, y_val, n_clas
 
 def digest(*parts) -> str:
     """A blake2b digest (hex) of arrays (dtype, shape and bytes), scipy sparse matrices (their canonical CSR form:
-    shape, data, indices and row pointers, so that two matrices with equal entries have one digest) and other
-    values (their repr)."""
+    shape, data, and indices and row pointers as int64, so that two matrices with equal entries have one digest
+    whatever their index type) and other values (their repr)."""
     h = hashlib.blake2b(digest_size=20)
     for p in parts:
         if p is None:
@@ -371,7 +371,7 @@ def digest(*parts) -> str:
             m.eliminate_zeros()
             m.sort_indices()
             h.update(f"<sparse {m.shape}>".encode())
-            for a in (m.data, m.indices, m.indptr):
+            for a in (m.data, m.indices.astype(np.int64), m.indptr.astype(np.int64)):
                 h.update(str((a.dtype, a.shape)).encode())
                 h.update(np.ascontiguousarray(a).tobytes())
         elif isinstance(p, np.ndarray):
