@@ -317,7 +317,8 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
 
     ``split``: a :class:`capshift.datasets.Split` or a dataset name (loaded with ``seed``). ``kinds``: names of
     :data:`KINDS`: "bootstrap" (the paper's, :func:`bootstrap_interval`, ``n_boot`` resamples) and
-    "propagated" (:func:`propagated_interval`, LEAP-family methods only; other methods get no rows) cost
+    "propagated" (:func:`propagated_interval`, LEAP-family methods with a QuaPy quantifier only;
+    other methods, Naive and the oracle variants get no rows) cost
     ``n_boot`` predictions per sample and run on the first ``n_boot_samples`` samples only; the conformal kinds
     (:class:`ConformalInterval`, ``n_cal`` calibration samples; "conformal" = split, "conformal-refit" = split
     with the point estimate refitted on V, "conformal-cv" = 5-fold cross-conformal, "residual-bootstrap",
@@ -350,7 +351,10 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
             if kind in ("bootstrap", "propagated"):
                 if full is None:
                     full = unfitted_copy(base, seed).fit(split.X_V, split.y_V)
-                if kind == "propagated" and not hasattr(full, "tables_from_prevalences"):
+                # propagated_interval needs tables from prevalences and a QuaPy quantifier to bootstrap (Naive and
+                # the oracle variants have the former only)
+                quapy_q = getattr(getattr(full, "quantifier_", None), "q_", None)
+                if kind == "propagated" and (not hasattr(full, "tables_from_prevalences") or quapy_q is None):
                     continue
                 interval = bootstrap_interval if kind == "bootstrap" else propagated_interval
                 point = np.asarray(full.predict_batch(samples[:n_boot_samples], measure), dtype=float)
