@@ -724,9 +724,6 @@ def test_shift_selection_one_table_per_trial():
         selection.shift_selection(proto, "tree")
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="bug: _measures reads est.quantifier_ on the shared (gamma, q-hat) path, which "
-                          "Naive (shared_prevalence_path, no quantifier) does not have: AttributeError")
 def test_naive_selector_predicts_the_validation_measures():
     hs, X_V, y_V, samples = _small()
     sel = TransductiveSelector(hs, "Naive").fit(X_V, y_V)

@@ -357,7 +357,11 @@ class TransductiveSelector(BaseEstimator):
             if self.shared_path_:
                 codes = predict_codes(h, uniq)[inverse]
                 g = np.bincount(which * n + codes, minlength=k * n).reshape(k, n) / sizes[:, None]
-                qj = q if q is not None else est.quantifier_.quantify_batch(samples, prevalences)
+                if q is not None:
+                    qj = q
+                else:  # Naive is on the shared path without a quantifier: its tables do not read q-hat
+                    own = getattr(est, "quantifier_", None)
+                    qj = None if own is None else own.quantify_batch(samples, prevalences)
                 out[:, j] = f(est.tables_from_prevalences(g, qj))
             else:
                 post = None
