@@ -564,7 +564,8 @@ class Example:
     """The embedded example of :func:`example_stream`: ``model`` (a fitted Pipeline), ``validation`` (DataFrame
     with the label column), ``batches`` (list of DataFrames, label included so that the true value is known),
     ``names`` (batch names), ``label``, ``segment`` (names of the covariate-shift batches), ``prevalences``
-    (requested positive prevalence per batch), ``alphas`` (share of group A per batch)."""
+    (requested positive prevalence per batch), ``alphas`` (share of group A, the customers of 35 and over, per
+    batch)."""
 
     model: object
     validation: pd.DataFrame
@@ -596,10 +597,11 @@ def example_stream(n_batches: int = 20, batch_size: int = 250, segment=(13, 17),
     $30k or more; :func:`capshift.datasets.load_shift`), a logistic-regression Pipeline trained on 1000 items, V
     of 1000 items, both from one training sample of the global covariate-shift protocol
     (:class:`capshift.shift.GlobalCovariateShift`, Gonzalez et al. 2024, Algorithm 2) at p_L = 0.5 and a share
-    alpha_L = 0.5 of customers under 35. Batch t of ``batch_size`` items has positive prevalence
-    0.5 + 0.3 sin(2 pi t / n_batches) rounded to 0.05 (PPS: the share under 35 stays 0.5), except the batches
-    ``segment[0] <= t < segment[1]`` (0-based), where nobody is under 35 (alpha_U = 0: global covariate
-    shift). Deterministic given ``random_state``."""
+    alpha_L = 0.5 of group A, the customers of 35 and over (the smaller value of the group attribute, which marks
+    those under 35). Batch t of ``batch_size`` items has positive prevalence 0.5 + 0.3 sin(2 pi t / n_batches)
+    rounded to 0.05 (PPS: the share of 35 and over stays 0.5), except the batches ``segment[0] <= t < segment[1]``
+    (0-based), where everyone is under 35 (alpha_U = 0: global covariate shift). Deterministic given
+    ``random_state``."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
