@@ -13,6 +13,10 @@ function of the module, maps each mutant to the tests that reach its function, a
 Mutants listed in benchmarks/mutation/equivalent.yml (``module: {mutant name: one-line reason}``) are counted out:
 an equivalent mutant changes no behaviour (a reviewer must be able to check the reason). The score is
 killed / (mutants - equivalent); timeouts count as killed (mutmut's convention: the mutant hangs the tests).
+mutmut forks each mutant's test process from its own, which has run the tests in-process once (to map mutants to
+tests) and may hold threads (a loky executor, tqdm's monitor); a child forked while one of them holds a lock can
+hang on it, an unkilled mutant then reported as a timeout. So the timeouts are run again once by a fresh
+``mutmut run`` (which reads the map from its file and runs no test in-process): only those that hang again count.
 
 Writes benchmarks/mutation/<module>.csv (one row per mutant: name, status, equivalent reason) and updates
 benchmarks/mutation/scores.csv (one row per module: mutants, killed, survived, equivalent, score, seconds, date,
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import re
 import shutil
@@ -141,6 +146,21 @@ def write_summary(rows: dict) -> None:
     (OUT / "README.md").write_text("\n".join(lines) + "\n")
 
 
+def reset_timeouts(work: Path, module: str) -> int:
+    """Forget the timeouts of the run in ``work`` (``mutmut results``' "timeout" mutants: their exit codes in
+    mutmut's meta file of the module), so that the next ``mutmut run`` there runs those mutants again; returns
+    how many."""
+    meta = work / "mutants" / "src" / "capshift" / f"{module}.py.meta"
+    hung = [name for name, s in results(work).items() if s == "timeout"]
+    if not hung or not meta.exists():
+        return 0
+    data = json.loads(meta.read_text())
+    for name in hung:
+        data["exit_code_by_key"][name] = None
+    meta.write_text(json.dumps(data))
+    return len(hung)
+
+
 def git_commit() -> str:
     out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     return out.stdout.strip()
@@ -229,6 +249,10 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": ""}
     subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=work, env=env)
+    retried = reset_timeouts(work, module)
+    if retried:
+        print(f"{retried} timeout(s): run again by a fresh mutmut process", flush=True)
+        subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=work, env=env)
     seconds = time.perf_counter() - t0
     status = results(work)
     if not any(s in KILLED for s in status.values()):
