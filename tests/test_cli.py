@@ -276,15 +276,13 @@ _FAILED_LINES = ("2 failed cell(s), without results (re-run the same command to 
                  "  iris.2 / lr / LEAP_ACC: timeout after 60 s\n  wine.1 / knn / Naive: ValueError: no\n")
 
 
-def _fake_run_grid(monkeypatch, result=None, raises=None, also=None):
-    """Replace capshift.cli's run_grid by a recorder (it warns as the real one does about failed cells, and
-    ``also`` as a UserWarning); the grid takes 12.34 s by a fake clock."""
-    import types
+def _grid_stand_in(calls, result, raises, also):
+    """A stand-in for run_grid or load_results: records its ``(args, kwargs)`` in ``calls``, raises ``raises``, or
+    warns about failed cells as the real one does (and ``also`` as a UserWarning) and returns ``result``."""
     import warnings
     from capshift.grid import FailedCellsWarning
-    calls = []
 
-    def run_grid(*args, **kwargs):
+    def stand_in(*args, **kwargs):
         calls.append((args, kwargs))
         if raises is not None:
             raise raises
@@ -293,8 +291,16 @@ def _fake_run_grid(monkeypatch, result=None, raises=None, also=None):
             warnings.warn(also, UserWarning)
         return result
 
+    return stand_in
+
+
+def _fake_run_grid(monkeypatch, result=None, raises=None, also=None):
+    """Replace capshift.cli's run_grid by a recorder (:func:`_grid_stand_in`); the grid takes 12.34 s by a fake
+    clock."""
+    import types
+    calls = []
     clock = iter([100.0, 112.34])
-    monkeypatch.setattr(cli, "run_grid", run_grid)
+    monkeypatch.setattr(cli, "run_grid", _grid_stand_in(calls, result, raises, also))
     monkeypatch.setattr(cli, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
     return calls
 
@@ -405,21 +411,10 @@ def test_an_interrupted_run_says_where_its_cells_are_and_exits_130(monkeypatch, 
 
 # ---- summary: the table of a results directory ----
 def _fake_load_results(monkeypatch, result=None, raises=None, also=None):
-    import warnings
-    from capshift.grid import FailedCellsWarning
-    seen = []
-
-    def load_results(results):
-        seen.append(results)
-        if raises is not None:
-            raise raises
-        warnings.warn("some cells failed", FailedCellsWarning)
-        if also:
-            warnings.warn(also, UserWarning)
-        return result
-
-    monkeypatch.setattr(cli, "load_results", load_results)
-    return seen
+    """Replace capshift.cli's load_results by a recorder (:func:`_grid_stand_in`)."""
+    calls = []
+    monkeypatch.setattr(cli, "load_results", _grid_stand_in(calls, result, raises, also))
+    return calls
 
 
 def test_summary_prints_the_mean_ae_per_dataset_and_method(monkeypatch, capsys):
@@ -431,7 +426,7 @@ def test_summary_prints_the_mean_ae_per_dataset_and_method(monkeypatch, capsys):
     df.attrs["failed"] = []
     seen = _fake_load_results(monkeypatch, df)
     assert _main_without_warnings(["summary", "--results", "R"]) == 0
-    assert seen == ["R"]
+    assert seen == [(("R",), {})]
     out = capsys.readouterr()
     assert out.out == ("method                        Naive  LEAP_ACC\n"  # datasets and methods in the results' order
                        "classifier measure  dataset                  \n"
