@@ -221,3 +221,17 @@ def test_class_counts_sum_to_size_and_name_bad_arguments():
         T.class_counts([0.5, 0.6], 10)
     with pytest.raises(ValueError, match=r"prevalence must be one distribution, shape \(n,\), got shape \(2, 2\)"):
         T.class_counts([[0.5, 0.5], [0.5, 0.5]], 10)
+
+
+def test_averaged_measures_with_an_absent_class_by_hand():
+    """Macro-F1 averages over every class (an undefined F1, class neither true nor predicted, counts 1); balanced
+    accuracy over the classes present in the sample only (scikit-learn's definitions, checked beside)."""
+    y, absent, predicted_only = np.array([0, 0, 1, 1]), np.array([0, 0, 0, 1]), np.array([0, 2, 1, 1])
+    C = T.contingency_table(y, absent, 3)  # class 2 neither true nor predicted
+    assert T.macro_f1(C) == pytest.approx((0.8 + 2 / 3 + 1) / 3, abs=1e-15)  # F1: 1 / 1.25, 0.5 / 0.75, undefined
+    assert T.balanced_accuracy(C) == pytest.approx((1 + 0.5) / 2, abs=1e-15)  # not (1 + 0.5 + 0) / 3
+    C = T.contingency_table(y, predicted_only, 3)  # class 2 predicted once, never true
+    assert T.macro_f1(C) == pytest.approx((2 / 3 + 1 + 0) / 3, abs=1e-15)
+    assert T.balanced_accuracy(C) == pytest.approx((0.5 + 1) / 2, abs=1e-15)
+    assert T.macro_f1(C) == pytest.approx(metrics.f1_score(y, predicted_only, labels=[0, 1, 2], average="macro",
+                                                           zero_division=1.0))
