@@ -13,10 +13,12 @@ function of the module, maps each mutant to the tests that reach its function, a
 Mutants listed in benchmarks/mutation/equivalent.yml (``module: {mutant name: one-line reason}``) are counted out:
 an equivalent mutant changes no behaviour (a reviewer must be able to check the reason). The score is
 killed / (mutants - equivalent); timeouts count as killed (mutmut's convention: the mutant hangs the tests).
-mutmut forks each mutant's test process from its own, which has run the tests in-process once (to map mutants to
-tests) and may hold threads (a loky executor, tqdm's monitor); a child forked while one of them holds a lock can
-hang on it, an unkilled mutant then reported as a timeout. So the timeouts are run again once by a fresh
-``mutmut run`` (which reads the map from its file and runs no test in-process): only those that hang again count.
+mutmut runs each mutant's tests in a process forked from its own, which has imported the tests and may hold
+threads (a loky executor, tqdm's monitor); a child forked while one of them holds a lock hangs on it (a futex wait,
+no CPU), and mutmut reports an unkilled mutant as a timeout. So every timeout, and every mutant left unchecked by an
+interrupted run, is run again outside mutmut: pytest in a fresh interpreter on the same scratch copy with
+``MUTANT_UNDER_TEST`` set (:func:`recheck`), all of the module's selected tests; only a mutant whose tests still run
+past the time limit counts as a timeout.
 
 Writes benchmarks/mutation/<module>.csv (one row per mutant: name, status, equivalent reason) and updates
 benchmarks/mutation/scores.csv (one row per module: mutants, killed, survived, equivalent, score, seconds, date,
@@ -146,19 +148,42 @@ def write_summary(rows: dict) -> None:
     (OUT / "README.md").write_text("\n".join(lines) + "\n")
 
 
-def reset_timeouts(work: Path, module: str) -> int:
-    """Forget the timeouts of the run in ``work`` (``mutmut results``' "timeout" mutants: their exit codes in
-    mutmut's meta file of the module), so that the next ``mutmut run`` there runs those mutants again; returns
-    how many."""
+#: mutmut's exit codes for a mutant: its tests passed (survived), failed (killed), ran past the limit (timeout).
+SURVIVED_EXIT, KILLED_EXIT, TIMEOUT_EXIT = 0, 1, -24
+
+
+def recheck(work: Path, module: str, tests: list, limit: float = 120.0, workers: int = 1) -> dict:
+    """Run again, outside mutmut, the mutants of the run in ``work`` that it reported as timeouts or left
+    unchecked: ``pytest -x`` on ``tests`` in a fresh interpreter per mutant (``MUTANT_UNDER_TEST`` set, the scratch
+    package first on the path), ``workers`` at a time, each stopped after ``limit`` seconds. Their exit codes are
+    written into mutmut's meta file of the module, so that ``mutmut results`` reads them. Returns ``{status:
+    count}`` of the mutants rechecked."""
+    from concurrent.futures import ThreadPoolExecutor
     meta = work / "mutants" / "src" / "capshift" / f"{module}.py.meta"
-    hung = [name for name, s in results(work).items() if s == "timeout"]
-    if not hung or not meta.exists():
-        return 0
+    todo = [name for name, s in results(work).items() if s in ("timeout", "not checked")]
+    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": "src"}
+
+    def run(name):
+        try:
+            r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                               cwd=work / "mutants", env={**env, "MUTANT_UNDER_TEST": name}, capture_output=True,
+                               timeout=limit)
+        except subprocess.TimeoutExpired:
+            return name, TIMEOUT_EXIT
+        if r.returncode not in (SURVIVED_EXIT, KILLED_EXIT):
+            raise RuntimeError(f"pytest ended with status {r.returncode} on {name}:\n{r.stdout[-2000:]}")
+        return name, r.returncode
+
+    with ThreadPoolExecutor(workers) as pool:
+        codes = dict(pool.map(run, todo))
     data = json.loads(meta.read_text())
-    for name in hung:
-        data["exit_code_by_key"][name] = None
+    data["exit_code_by_key"].update(codes)
     meta.write_text(json.dumps(data))
-    return len(hung)
+    names = {SURVIVED_EXIT: "survived", KILLED_EXIT: "killed", TIMEOUT_EXIT: "timeout"}
+    out = {}
+    for code in codes.values():
+        out[names[code]] = out.get(names[code], 0) + 1
+    return out
 
 
 def git_commit() -> str:
@@ -249,10 +274,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": ""}
     subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=work, env=env)
-    retried = reset_timeouts(work, module)
-    if retried:
-        print(f"{retried} timeout(s): run again by a fresh mutmut process", flush=True)
-        subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=work, env=env)
+    rechecked = recheck(work, module, tests, workers=args.max_children)
+    if rechecked:
+        print(f"timeouts and unchecked mutants run again outside mutmut: {rechecked}", flush=True)
     seconds = time.perf_counter() - t0
     status = results(work)
     if not any(s in KILLED for s in status.values()):
