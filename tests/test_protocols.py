@@ -448,3 +448,18 @@ def test_concept_shift_family(marketing_sex):
     assert default.train_cuts_.tolist() == default.test_cuts_.tolist() == [1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5]
     # balanced: each of the 9 levels subsampled to the rarest level's count
     assert default.balance is True and default.X_.shape == (9 * np.unique(levels, return_counts=True)[1].min(), 13)
+
+
+def test_draws_in_threads_are_the_serial_draws():
+    """QuaPy's streams use NumPy's global random state: draws in threads (joblib's threading backend, Dask's
+    threads) must not interleave (the module's lock), so each gives the serial draw of its seed."""
+    from concurrent.futures import ThreadPoolExecutor
+    y = np.repeat(np.arange(3), 40)
+    draws = {"upp": lambda s: P.upp_indices(y, 50, 20, s), "app": lambda s: P.app_indices(y, 50, 5, 1, s),
+             "npp": lambda s: P.npp_indices(y, 50, 20, s)}
+    for name, draw in draws.items():
+        serial = [draw(s) for s in range(16)]
+        with ThreadPoolExecutor(8) as pool:
+            threaded = list(pool.map(draw, list(range(16)) * 4))
+        for k, got in enumerate(threaded):
+            assert all(np.array_equal(a, b) for a, b in zip(got, serial[k % 16])), (name, k % 16)

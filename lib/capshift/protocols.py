@@ -19,9 +19,13 @@ Sampling is QuaPy's ``LabelledCollection.sampling_index``: for a requested preva
 probability p), drawn **with replacement** within each class, then shuffles. The authors' code samples
 in the same way (it uses QuaPy's protocols), so a sample may repeat an item of the test pool U.
 All functions are deterministic given ``seed``; the global NumPy random state is restored afterwards
-(``quapy.util.temp_seed``).
+(``quapy.util.temp_seed``). Because that state is global, every draw holds one lock of this module for its
+whole stream, so draws in threads (joblib's threading backend, Dask's threaded workers) do not interleave.
 """
 from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
 
 import numpy as np
 import quapy.functional as F
@@ -68,6 +72,18 @@ def _kraemer(n_classes: int, repeats: int) -> np.ndarray:
     return F.uniform_simplex_sampling(n_classes, size=repeats).reshape(repeats, n_classes)
 
 
+#: Held by every draw of this module: QuaPy's streams use NumPy's global random state (``temp_seed``), which
+#: two threads drawing at once would interleave.
+_DRAW_LOCK = threading.RLock()
+
+
+@contextmanager
+def _seeded(seed):
+    """``quapy.util.temp_seed(seed)`` under this module's lock (one stream at a time in the process)."""
+    with _DRAW_LOCK, temp_seed(seed):
+        yield
+
+
 def upp_prevalences(n_classes: int, repeats: int, seed: int) -> np.ndarray:
     """The prevalence vectors requested by :func:`upp_indices` with the same arguments.
 
@@ -79,7 +95,7 @@ def upp_prevalences(n_classes: int, repeats: int, seed: int) -> np.ndarray:
     n_classes, repeats = _pos_int(n_classes, "n_classes"), _pos_int(repeats, "repeats")
     if n_classes < 2:
         raise ValueError(f"n_classes must be >= 2, got {n_classes}")
-    with temp_seed(_seed(seed)):
+    with _seeded(_seed(seed)):
         return _kraemer(n_classes, repeats)
 
 
@@ -95,7 +111,7 @@ def upp_indices(y, sample_size: int, repeats: int, seed: int, n_classes: int | N
     """
     lc = _collection(y, n_classes)
     sample_size, repeats, seed = _pos_int(sample_size, "sample_size"), _pos_int(repeats, "repeats"), _seed(seed)
-    with temp_seed(seed):  # the random stream of QuaPy's UPP: prevalences first, then the samples
+    with _seeded(seed):  # the random stream of QuaPy's UPP: prevalences first, then the samples
         return [lc.sampling_index(sample_size, *p) for p in _kraemer(lc.n_classes, repeats)]
 
 
@@ -130,7 +146,8 @@ def app_indices(y, sample_size: int, n_prevalences: int = 21, repeats: int = 1, 
         raise ValueError(f"n_prevalences must be >= 2, got {n_prevalences}")
     app = _QuaPyAPP(lc, sample_size=sample_size, n_prevalences=n_prevalences, repeats=repeats, random_state=_seed(seed),
               sanity_check=None, return_type="index")
-    return list(app())
+    with _DRAW_LOCK:
+        return list(app())
 
 
 def npp_indices(y, sample_size: int, repeats: int, seed: int, n_classes: int | None = None) -> list[np.ndarray]:
@@ -142,7 +159,8 @@ def npp_indices(y, sample_size: int, repeats: int, seed: int, n_classes: int | N
     lc = _collection(y, n_classes)
     sample_size, repeats = _pos_int(sample_size, "sample_size"), _pos_int(repeats, "repeats")
     npp = _QuaPyNPP(lc, sample_size=sample_size, repeats=repeats, random_state=_seed(seed), return_type="index")
-    return list(npp())
+    with _DRAW_LOCK:
+        return list(npp())
 
 
 def sample_at(y, prevalence, size: int, seed: int) -> np.ndarray:
@@ -157,7 +175,7 @@ def sample_at(y, prevalence, size: int, seed: int) -> np.ndarray:
     if prevalence.ndim != 1:
         raise ValueError(f"prevalence must be a 1-d distribution over the classes, got shape {prevalence.shape}")
     lc = _collection(y, len(prevalence))
-    with temp_seed(_seed(seed)):
+    with _seeded(_seed(seed)):
         return lc.sampling_index(_pos_int(size, "size"), *prevalence)
 
 
