@@ -14,6 +14,10 @@ Over several L/V/U splits (the split is drawn from ``--seed``; ``collect_splits`
         rates-prevbins-union; done
     PYTHONPATH=lib .venv/bin/python benchmarks/interval_study.py splits --works $TMPDIR/iv/s*
 
+and where each split's error comes from (stage ``misses``, one construction: :func:`misses`)::
+
+    PYTHONPATH=lib .venv/bin/python benchmarks/interval_study.py misses --works $TMPDIR/iv/s* --candidates default
+
 Stage ``run`` (capshift's venv), per dataset (joblib, ``--n-jobs`` processes, one BLAS thread each): the LEAP
 paper's L / V / U split, a logistic regression h trained on L, ``--n-samples`` UPP test samples from U at each
 size of ``--sizes``; for O-LEAP_KDEy and SLD-CBPE, the method fitted on V and one Monte Carlo cross-conformal
@@ -69,7 +73,12 @@ CANDIDATES = {
     # predict_interval's default for the LEAP and CBPE families, read from capshift.conformal.RATES_INTERVALS when
     # the run starts (_default_options), so that the record is of the default itself
     "default": ("rates", "RATES_INTERVALS"),
+    # the default with the rate discrepancy drawn from the posterior predictive of the test pool's rates
+    # (ConformalInterval rate_model="posterior") instead of the halvings of V (issue 31)
+    "default-pp": ("rates", "RATES_INTERVALS"),
 }
+#: ConformalInterval ``rate_model`` of the constructions that do not use the halvings
+RATE_MODEL = {"default-pp": "posterior"}
 
 
 def _default_options():
@@ -117,11 +126,13 @@ def _one_dataset(name: str, args) -> str:
             full = registry.make_method(m, h, random_state=args.seed).fit(s.X_V, s.y_V)
             seconds[m] = {"method fit": time.perf_counter() - t1}
             cis = {}
-            for scheme in dict.fromkeys(CANDIDATES[c][0] for c in args.candidates):
+            for key in dict.fromkeys((CANDIDATES[c][0], RATE_MODEL.get(c, "halvings")) for c in args.candidates):
                 t1 = time.perf_counter()
-                cis[scheme] = ConformalInterval(base, scheme=scheme, n_splits=10, n_cal=500, random_state=args.seed)
-                cis[scheme].fit(s.X_V, s.y_V, point_estimator=full)
-                seconds[m][f"{scheme} fit"] = time.perf_counter() - t1
+                # the posterior draws use the default's prior (fixed at fit; with_options does not redraw)
+                cis[key] = ConformalInterval(base, scheme=key[0], n_splits=10, n_cal=500, random_state=args.seed,
+                                             rate_model=key[1], prior=_default_options()[-1])
+                cis[key].fit(s.X_V, s.y_V, point_estimator=full)
+                seconds[m][f"{key[0]}{'' if key[1] == 'halvings' else ' ' + key[1]} fit"] = time.perf_counter() - t1
             for size in args.sizes:
                 for measure in MEASURES:
                     true = np.asarray(get_measure(measure)(true_tables[size]), dtype=float)
@@ -130,7 +141,8 @@ def _one_dataset(name: str, args) -> str:
                         scheme, *opts = CANDIDATES[cand]
                         opts = _default_options() if opts == ["RATES_INTERVALS"] else opts
                         t2 = time.perf_counter()
-                        b = cis[scheme].with_options(*opts).bounds(samples[size], point, measure, 0.05)
+                        ci = cis[scheme, RATE_MODEL.get(cand, "halvings")]
+                        b = ci.with_options(*opts).bounds(samples[size], point, measure, 0.05)
                         seconds[m][f"{cand}/{size}/{measure}"] = time.perf_counter() - t2
                         rows.append(pd.DataFrame({
                             "dataset": name, "task": "binary" if n == 2 else "multiclass", "method": m,
@@ -303,14 +315,90 @@ def collect_splits(args) -> None:
     print(f"wrote {len(scores)} rows ({len(names)} datasets, {len(seeds)} splits) to {args.out_splits}")
 
 
+#: Stage ``misses``: where a split's errors come from (issue 31), per (dataset, split, method, size, measure)
+OUT_MISSES = ROOT / "book" / "measured" / "interval_misses.csv"
+
+
+def _misses_of(name: str, seed: int, rows):
+    """One dataset and split seed: ``rows`` (the run stage's per-sample rows of one construction) with each
+    sample's error split in three, from the sample's true prevalence pi and h's class-conditional rates (rows of
+    its table) on V (R_V) and on the test pool U (R_U), for the measure f: ``quantification`` = predicted -
+    f(pi R_V) (the method's error had U's rates been V's), ``rates`` = f(pi R_V) - f(pi R_U) (h's rates on the two
+    pools differ), ``sampling`` = f(pi R_U) - true (the sample's own draw from U); the three sum to the error."""
+    import numpy as np
+
+    from capshift import datasets, evaluation, protocols
+    from capshift.tables import contingency_table, get_measure
+    s = datasets.load(name, seed=seed)
+    h = evaluation.train_classifier("lr", seed, s.X_L, s.y_L)
+    n = s.n_classes
+    pred_U = h.predict(s.X_U)
+    rates = {}
+    for pool, X, y in (("V", s.X_V, s.y_V), ("U", s.X_U, s.y_U)):
+        t = contingency_table(y, h.predict(X) if pool == "V" else pred_U, n)
+        rates[pool] = t / t.sum(axis=1, keepdims=True)
+    out = []
+    for (size, measure), g in rows.groupby(["size", "measure"], sort=False):
+        idx = protocols.upp_indices(s.y_U, int(size), len(g), seed, n_classes=n)
+        prev = np.stack([contingency_table(s.y_U[i], pred_U[i], n).sum(axis=1) for i in idx])
+        f = get_measure(measure)
+        at = {k: np.asarray(f(prev[:, :, None] * r[None]), dtype=float) for k, r in rates.items()}
+        g = g.sort_values("sample")
+        out.append(g.assign(quantification=g["predicted"].to_numpy() - at["V"], rates=at["V"] - at["U"],
+                            sampling=at["U"] - g["true"].to_numpy(), v_items=len(s.y_V), u_items=len(s.y_U)))
+    return out
+
+
+def misses(args) -> None:
+    """Stage ``misses``: for ``--candidates`` (one construction) in the work folders of several split seeds, per
+    (dataset, split, method, size, measure): coverage, mean half-width, mean error and its three parts
+    (:func:`_misses_of`), into ``book/measured/interval_misses.csv``."""
+    import numpy as np
+    import pandas as pd
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _recording import git_commit, machine, write_recording
+    if len(args.candidates) != 1:
+        raise SystemExit("stage misses takes one construction (--candidates NAME)")
+    frames = []
+    for w in map(Path, args.works):
+        seed = json.loads(next(iter(sorted(w.glob("run*.json")))).read_text())["seed"]
+        for name in args.datasets:
+            files = sorted(w.glob(f"{name}_capshift*.parquet"))
+            rows = pd.concat([pd.read_parquet(f) for f in files]) if files else None
+            if rows is None or not (rows["construction"] == args.candidates[0]).any():
+                continue
+            rows = rows[rows["construction"] == args.candidates[0]]
+            for m, g in rows.groupby("method", sort=False):
+                frames += [x.assign(split=seed) for x in _misses_of(name, seed, g)]
+    df = pd.concat(frames, ignore_index=True)
+    df["covered"] = (df["lower"] <= df["true"]) & (df["true"] <= df["upper"])
+    df["half_width"] = (df["upper"] - df["lower"]) / 2
+    df["error"] = df["predicted"] - df["true"]
+    keys = ["dataset", "task", "v_items", "u_items", "split", "method", "size", "measure"]
+    parts = ["error", "quantification", "rates", "sampling"]
+    out = df.groupby(keys, sort=False).agg(C=("covered", "mean"), half_width=("half_width", "mean"),
+                                           **{p: (p, "mean") for p in parts}).reset_index()
+    assert np.allclose(out["error"], out[parts[1:]].sum(axis=1)), "the three parts must sum to the error"
+    cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])
+    write_recording(args.out_misses, [
+        f"capshift: where the errors of the interval record's splits come from (construction {args.candidates[0]}, "
+        f"{out['dataset'].nunique()} datasets, {out['split'].nunique()} splits), per dataset, split, method, size "
+        f"and measure: coverage C, mean half-width, mean error = quantification + rates + sampling (stage misses), "
+        f"measured {date.today()}",
+        f"command: {cmd} (after `run --seed s --work W_s` for each seed)",
+        f"commit {git_commit()}; machine: {machine()}"], out.round(6))
+    print(f"wrote {len(out)} rows to {args.out_misses}")
+
+
 def main(argv=None):
     sys.path.insert(0, str(ROOT / "lib"))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stage", choices=["run", "nannyml", "collect", "all", "splits"])
+    ap.add_argument("stage", choices=["run", "nannyml", "collect", "all", "splits", "misses"])
     ap.add_argument("--work", help="folder of the intermediate files (a re-run reuses them)")
     ap.add_argument("--works", nargs="+", default=None, help="stage splits: the work folders of the split seeds")
     ap.add_argument("--out-splits", default=str(OUT_SPLITS))
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--out-misses", default=str(OUT_MISSES))
     ap.add_argument("--datasets", nargs="+", default=None, help="default: the 23 offline LEAP datasets")
     ap.add_argument("--sizes", nargs="+", type=int, default=[100, 500])
     ap.add_argument("--n-samples", type=int, default=100)
@@ -320,9 +408,9 @@ def main(argv=None):
     ap.add_argument("--candidates", nargs="+", default=list(CANDIDATES), choices=list(CANDIDATES))
     ap.add_argument("--tag", default="", help="suffix of this run's files in --work (runs with other candidates)")
     args = ap.parse_args(argv)
-    if args.stage == "splits" and (args.work is not None or not args.works):
-        ap.error("stage splits takes --works (one folder per split seed)")
-    if args.stage != "splits" and (args.work is None) == (args.stage != "collect" or not args.works):
+    if args.stage in ("splits", "misses") and (args.work is not None or not args.works):
+        ap.error(f"stage {args.stage} takes --works (one folder per split seed)")
+    if args.stage not in ("splits", "misses") and (args.work is None) == (args.stage != "collect" or not args.works):
         ap.error("stage collect takes --work or --works (folders of one split seed: e.g. the binary and the "
                  "multiclass datasets' runs); the stages run, nannyml and all take --work")
     if args.datasets is None:
@@ -344,6 +432,8 @@ def main(argv=None):
         collect(args, time.perf_counter() - t0 if args.stage == "all" else None)
     if args.stage == "splits":
         collect_splits(args)
+    if args.stage == "misses":
+        misses(args)
 
 
 if __name__ == "__main__":

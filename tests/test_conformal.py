@@ -142,6 +142,7 @@ def test_fit_refuses_what_is_not_a_cap_estimator(echo, estimator, name):
     ({"score": "t"}, ValueError, "score must be one of ('absolute', 'studentised', 'both'), got 't'"),
     ({"floor": "yes"}, TypeError, "floor must be True, False, \"union\" or \"auto\", got 'yes'"),
     ({"bin_by": "shift"}, ValueError, "bin_by must be one of ('predicted', 'prevalence'), got 'shift'"),
+    ({"rate_model": "bayes"}, ValueError, "rate_model must be one of ('halvings', 'posterior'), got 'bayes'"),
     ({"scheme": "cv", "n_splits": 3}, ValueError, "n_splits=3 folds need at least 6 items of every class in y_val, "
                                                   "got counts [5, 9]; use fewer folds"),
 ])
@@ -187,8 +188,10 @@ def test_default_parameters():
     assert ci.get_params() == {"estimator": "m", "cal_fraction": 0.5, "n_cal": 500, "refit": False,
                                "scheme": "split", "n_splits": 5, "pool_correction": False, "pool_size": None,
                                "bins": 1, "score": "absolute", "floor": False, "bin_by": "predicted",
-                               "prior": "jeffreys", "max_cal_size": 2000, "random_state": 0}
-    assert C.MAX_CAL_SIZE == 2000 and C.FLOOR_DRAWS == 4000
+                               "prior": "jeffreys", "max_cal_size": 2000, "random_state": 0,
+                               "rate_model": "halvings"}
+    assert C.MAX_CAL_SIZE == 2000 and C.FLOOR_DRAWS == 4000 and C.RATE_DRAWS == 200
+    assert C.RATE_MODELS == ("halvings", "posterior")
 
 
 # --------------------------------------------------------------------------------------- fit: the schemes
@@ -1179,3 +1182,69 @@ def test_floor_uses_the_prior_of_the_evidence_interval(floor):
         ci.with_options(False, prior="Perks")
     with pytest.raises(ValueError, match="^" + re.escape("prior must be one of ('jeffreys', 'perks'), got None")):
         C.ConformalInterval(_naive(h), prior=None).fit(X, y)
+
+
+def _beta_binomial_moments(m, a, b):
+    """Mean and variance of a beta-binomial count of m trials with Beta(a, b) success rate."""
+    return m * a / (a + b), m * a * b * (a + b + m) / ((a + b) ** 2 * (a + b + 1))
+
+
+@pytest.mark.parametrize("prior, a0", [("perks", 1 / 3), ("jeffreys", 0.5)])
+def test_posterior_pools_are_the_posterior_predictive(prior, a0):
+    V = np.array([[8.0, 1, 1], [2, 15, 3], [0, 0, 10]])
+    pools = C.posterior_pools(V, 60, prior, 20000, random_state=3)
+    assert len(pools) == 20000 and all(v is pools[0][0] for v, _ in pools)
+    np.testing.assert_array_equal(pools[0][0], V)
+    P = np.stack([p for _, p in pools])
+    # the pool's 60 items split as V's classes (10, 20, 10 of 40): 15, 30, 15, in every draw
+    np.testing.assert_array_equal(P.sum(axis=2), np.tile([15, 30, 15], (20000, 1)))
+    # each cell: beta-binomial, Beta(V's cell + a0, the rest of its row + 2 a0) over the row's pool items
+    for i, j in [(0, 0), (1, 2), (2, 2), (2, 0)]:
+        mean, var = _beta_binomial_moments(P[0, i].sum(), V[i, j] + a0, V[i].sum() - V[i, j] + 2 * a0)
+        assert P[:, i, j].mean() == pytest.approx(mean, abs=4 * math.sqrt(var / 20000))
+        assert P[:, i, j].var() == pytest.approx(var, rel=0.06)
+    # a class h never errs on in V still errs in some pools (the prior), never in all
+    assert 0 < (P[:, 2, :2].sum(axis=1) > 0).mean() < 1
+    # seeded: the seed matters, and the same seed gives the same pools
+    again = np.stack([p for _, p in C.posterior_pools(V, 60, prior, 20000, random_state=3)])
+    np.testing.assert_array_equal(again, P)
+    assert not np.array_equal(np.stack([p for _, p in C.posterior_pools(V, 60, prior, 50, random_state=4)]), P[:50])
+
+
+def test_posterior_pools_messages():
+    V = np.array([[3.0, 1], [1, 3]])
+    with pytest.raises(ValueError, match=r"^pool_size must be >= 1, got 0$"):
+        C.posterior_pools(V, 0)
+    with pytest.raises(ValueError, match=r"^draws must be >= 1, got 0$"):
+        C.posterior_pools(V, 10, draws=0)
+    with pytest.raises(ValueError, match=r"^prior must be one of"):
+        C.posterior_pools(V, 10, prior="flat")
+    with pytest.raises(ValueError, match=r"^val_counts holds no item"):
+        C.posterior_pools(np.zeros((2, 2)), 10)
+
+
+@pytest.mark.parametrize("pool_size, pool", [(None, 80), (20, 20)])
+def test_rates_scheme_posterior_rate_model(echo, pool_size, pool):
+    h, X, y = echo
+    ci = _ci(h, scheme="rates", rate_model="posterior", n_cal=3, pool_size=pool_size, prior="perks",
+             random_state=5).fit(X, y)
+    assert ci.scale_ == 1.0 and ci.part_sizes_ == (80, pool)
+    expected = C.posterior_pools(ci.val_counts_, pool, "perks", C.RATE_DRAWS, 5)
+    assert len(ci.half_counts_) == C.RATE_DRAWS
+    for (a, b), (c, d) in zip(ci.half_counts_, expected):
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, d)
+    # the residuals: |V's measure - the pool's at the sample's prevalence + predicted - true|, unscaled
+    c = ci._calibration(25, "accuracy")
+    idx = protocols.upp_indices(y, 25, 3, seed=5, n_classes=2)
+    prev = np.array([contingency_table(y[i], X[i, 0], 2).sum(axis=1) for i in idx])
+    rate = [p @ (np.diag(a) / a.sum(axis=1) - np.diag(b) / b.sum(axis=1)) for a, b in expected for p in prev]
+    np.testing.assert_allclose(c["rate"], rate, atol=1e-15)
+    np.testing.assert_allclose(ci._residuals(25, "accuracy"), np.abs(np.array(rate) + 66 / 80 - c["true"]),
+                               atol=1e-15)
+    # the halvings model on the same V: another rate term, so other intervals
+    halv = _ci(h, scheme="rates", n_splits=4, n_cal=3, pool_size=pool_size, prior="perks", random_state=5).fit(X, y)
+    assert not np.allclose(halv.bounds([X[:25]], [0.8], "accuracy", 0.1), ci.bounds([X[:25]], [0.8], "accuracy", 0.1))
+    # the prior of the draws is the one set at fit: Jeffreys' gives other pools for three classes only, and
+    # with_options does not redraw
+    assert ci.with_options(False, prior="jeffreys").half_counts_ is ci.half_counts_

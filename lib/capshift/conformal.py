@@ -45,9 +45,10 @@ from .protocols import upp_indices
 from .quantifiers import Quantifier
 from .tables import MEASURES, class_counts, contingency_table, get_measure
 
-__all__ = ["ConformalInterval", "conformal_quantile", "evidence_interval", "acc_prevalence", "unfitted_copy", "BIN_BY",
+__all__ = ["ConformalInterval", "conformal_quantile", "evidence_interval", "acc_prevalence", "unfitted_copy",
+           "posterior_pools", "BIN_BY",
            "RATES_INTERVALS", "MC_INTERVALS",
-           "SCHEMES", "SCORES", "PRIORS", "FLOOR_DRAWS"]
+           "SCHEMES", "SCORES", "PRIORS", "FLOOR_DRAWS", "RATE_MODELS", "RATE_DRAWS"]
 
 SCHEMES = ("split", "mc", "cv", "bootstrap", "rates")
 SCORES = ("absolute", "studentised", "both")
@@ -56,6 +57,12 @@ SCORES = ("absolute", "studentised", "both")
 #: whole pseudo-item per class whatever n. The two agree for two classes.
 PRIORS = ("jeffreys", "perks")
 BIN_BY = ("predicted", "prevalence")
+#: How the "rates" scheme draws the discrepancy between V's and the test pool's class-conditional rates of h:
+#: "halvings" (the two halves of random halvings of V, scaled) or "posterior" (:data:`RATE_DRAWS` test pools drawn
+#: from the posterior predictive of h's rates given V's counts). See :class:`ConformalInterval` ``rate_model``.
+RATE_MODELS = ("halvings", "posterior")
+#: Test pools drawn by ``rate_model="posterior"``
+RATE_DRAWS = 200
 #: ``predict_interval``'s construction for methods whose error on V's own samples is their error elsewhere, once
 #: the pools' rate discrepancy is added (the LEAP family, the CBPE family): the "rates" scheme (no refit: the
 #: method fitted on V, calibrated on UPP samples of V, plus the rate discrepancy of 10 halvings of V), Mondrian
@@ -149,6 +156,17 @@ class ConformalInterval(BaseEstimator):
     pool_size : int or None
         Size of the test pool assumed by ``pool_correction`` and by the "rates" scheme (None: |V|, as the
         papers' protocol, whose U is about as large as V; a very large value for a test population).
+    rate_model : {"halvings", "posterior"}
+        How the "rates" scheme draws the rate discrepancy (other schemes ignore it). "halvings" (default): the
+        ``n_splits`` halvings' rate differences, scaled as above; on a small V they can show little of it (in a
+        class where h makes no error on V, no halving shows any). "posterior": :data:`RATE_DRAWS` test pools of
+        ``pool_size`` items split as V's classes, each true class's rates of h drawn from their posterior given
+        V's counts (Dirichlet(counts + the ``prior``'s pseudo-count), :data:`PRIORS`) and the pool's items from
+        those rates (multinomial); the discrepancy is the measure under V's rates minus under the pool's, with
+        no scale (``scale_`` is 1). Its variance, about ``r(1 - r)(1/|V_i| + 1/pool_i)`` per class, is the
+        halvings' in expectation, and the prior keeps it above 0 where V shows no error. Drawn once at
+        :meth:`fit` with the ``prior`` set then (``with_options`` does not redraw). Beyond the papers (issue
+        31).
     bins : int
         1 (default): one quantile for all samples of a size. More: Mondrian conformal prediction, the
         calibration samples binned (equal counts) by the L1 distance between their fractions of h's
@@ -209,14 +227,16 @@ class ConformalInterval(BaseEstimator):
     the calibration samples' predictions, true values, pool values and shift proxies), ``scale_`` (the pool
     correction factor, 1 without it), ``val_counts_`` (h's validation table on V in counts, (n, n)),
     ``fit_counts_`` (the same on each fold's fit part), ``n_fit_`` (mean number of items of the fit parts);
-    for the "rates" scheme ``half_counts_`` (h's tables in counts on the two halves of each halving) and ``val_data_``
+    for the "rates" scheme ``half_counts_`` (h's tables in counts on the two halves of each halving; with
+    ``rate_model="posterior"``, V's table and each drawn pool's) and ``val_data_``
     (V's items, labels and h's predictions, from which the calibration samples are drawn).
     """
 
     def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
                  scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
                  bins: int = 1, score: str = "absolute", floor=False, bin_by: str = "predicted",
-                 prior: str = "jeffreys", max_cal_size=MAX_CAL_SIZE, random_state: int = 0):
+                 prior: str = "jeffreys", max_cal_size=MAX_CAL_SIZE, random_state: int = 0,
+                 rate_model: str = "halvings"):
         self.estimator = estimator
         self.cal_fraction = cal_fraction
         self.n_cal = n_cal
@@ -232,6 +252,7 @@ class ConformalInterval(BaseEstimator):
         self.prior = prior
         self.max_cal_size = max_cal_size
         self.random_state = random_state
+        self.rate_model = rate_model
 
     def fit(self, X_val, y_val, point_estimator=None):
         """Split V, fit the method on one part, keep the other for calibration. Returns self.
@@ -267,18 +288,25 @@ class ConformalInterval(BaseEstimator):
         self._check_score_options(self.score, self.floor)
         self._check_bin_by(self.bin_by)
         _check_prior(self.prior)
+        if self.rate_model not in RATE_MODELS:
+            raise ValueError(f"rate_model must be one of {RATE_MODELS}, got {self.rate_model!r}")
         everything = np.arange(len(y_val))
         pred = np.asarray(self.estimator.classifier.predict(X_val))
         self.val_counts_ = _counts(y_val, pred, n)
         self.n_val_ = len(y_val)
         self.n_classes_ = n
         self.calibration_ = {}
-        if self.scheme == "rates":
+        if self.scheme == "rates" and self.rate_model == "posterior":
+            pool = self.n_val_ if self.pool_size is None else check_int(self.pool_size, "pool_size")
+            self.half_counts_ = posterior_pools(self.val_counts_, pool, self.prior, RATE_DRAWS, seed)
+            self.part_sizes_ = (self.n_val_, pool)  # scale_ = 1: the pools are drawn at their size
+        elif self.scheme == "rates":
             halves = [tuple(train_test_split(everything, test_size=self.cal_fraction, stratify=y_val,
                                              random_state=(seed + 7919 * (j + 1)) % 2**32)) for j in range(k)]
             _check_parts(halves, y_val, n, ("first half", "second half"))
             self.half_counts_ = [(_counts(y_val[a], pred[a], n), _counts(y_val[b], pred[b], n)) for a, b in halves]
             self.part_sizes_ = (len(halves[0][0]), len(halves[0][1]))
+        if self.scheme == "rates":
             self.folds_ = []
             self.fit_counts_ = [self.val_counts_]
             self.n_fit_ = float(self.n_val_)
@@ -589,6 +617,29 @@ def _fractions(pred, n: int) -> np.ndarray:
 def _counts(y, pred, n: int) -> np.ndarray:
     """h's contingency table in counts (n, n), rows true classes."""
     return np.bincount(np.asarray(y, dtype=int) * n + np.asarray(pred, dtype=int), minlength=n * n).reshape(n, n).astype(float)
+
+
+def posterior_pools(val_counts, pool_size: int, prior: str = "perks", draws: int = RATE_DRAWS, random_state: int = 0):
+    """Test pools of h's class-conditional rates drawn from their posterior predictive given V: ``draws`` pairs
+    ``(V, P)`` of (n, n) tables in counts, V the given ``val_counts`` (rows: true classes) and P a pool of
+    ``pool_size`` items split as V's classes (:func:`capshift.tables.class_counts`), each row's rates drawn from
+    Dirichlet(V's row + the ``prior``'s pseudo-count per cell, :data:`PRIORS`) and its items from them
+    (multinomial). ``val_counts``: non-negative (n, n); ``pool_size``: int >= 1; ``random_state``: the seed.
+    Raises ValueError naming the argument. What ``ConformalInterval(rate_model="posterior")`` calibrates on;
+    beyond the papers (issue 31)."""
+    V = _check_counts(val_counts)
+    n = V.shape[0]
+    pool_size = check_int(pool_size, "pool_size")
+    draws = check_int(draws, "draws")
+    a0 = 0.5 if _check_prior(prior) == "jeffreys" else 1.0 / n
+    rows = V.sum(axis=1)
+    if rows.sum() <= 0:
+        raise ValueError("val_counts holds no item: h's table on V is needed in counts")
+    sizes = class_counts(rows / rows.sum(), pool_size)
+    rng = np.random.default_rng(check_seed(random_state, "random_state"))
+    # per true class: (draws, n) rates, then (draws, n) counts of the pool's items of that class
+    pools = np.stack([rng.multinomial(sizes[i], rng.dirichlet(V[i] + a0, draws)) for i in range(n)], axis=1)
+    return [(V, p.astype(float)) for p in pools]
 
 
 def _check_counts(val_counts) -> np.ndarray:
