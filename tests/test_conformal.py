@@ -561,6 +561,20 @@ def test_mondrian_bins_by_hand(echo, bin_by):
     np.testing.assert_array_equal(ci.quantiles(samples, "accuracy", 0.04), C.conformal_quantile(r, 0.04))
 
 
+@pytest.mark.parametrize("bin_by", ["predicted", "prevalence"])
+def test_an_empty_mondrian_bin_falls_back_to_all_scores(echo, bin_by):
+    # a shift proxy equal on every calibration sample (a classifier that predicts one class on V's samples):
+    # the edges tie, every calibration sample falls in the last bin, and a test sample of another proxy finds its
+    # bin empty; it gets the quantile of all the scores (before: conformal_quantile raised on the empty bin)
+    h, X, y = echo
+    ci = _ci(h, scheme="mc", n_splits=2, n_cal=60, bins=4, bin_by=bin_by).fit(X, y)
+    c, r = ci._calibration(20, "accuracy"), ci._residuals(20, "accuracy")
+    c["dist"], c["prev_dist"] = np.full(len(r), 5.0), np.full(len(r), 5.0)  # beyond any test sample's proxy
+    samples = [X[X[:, 0] == 1][:20], np.r_[X[X[:, 0] == 0][:10], X[X[:, 0] == 1][:10]]]
+    np.testing.assert_array_equal(ci.quantiles(samples, "accuracy", 0.1), C.conformal_quantile(r, 0.1))
+    assert np.isfinite(ci.bounds(samples, [0.5, 0.5], "accuracy", 0.1)).all()
+
+
 def test_two_mondrian_bins_split_at_the_median(echo):
     # bins=2 is Mondrian too (only bins=1 takes all scores): the edge is the median of the shift proxy
     h, X, y = echo
@@ -1219,8 +1233,23 @@ def test_posterior_pools_messages():
         C.posterior_pools(V, 10, draws=0)
     with pytest.raises(ValueError, match=r"^prior must be one of"):
         C.posterior_pools(V, 10, prior="flat")
-    with pytest.raises(ValueError, match=r"^val_counts holds no item"):
+    with pytest.raises(ValueError, match=r"^val_counts holds no item: h's table on V is needed in counts$"):
         C.posterior_pools(np.zeros((2, 2)), 10)
+    with pytest.raises(ValueError, match=r"^random_state must be"):
+        C.posterior_pools(V, 10, random_state=-1)
+    # one item in V is enough; the defaults: Perks' prior, RATE_DRAWS pools, seed 0
+    assert len(C.posterior_pools(np.array([[1.0, 0], [0, 0]]), 3, draws=2)) == 2
+    default = C.posterior_pools(V, 10)
+    assert len(default) == C.RATE_DRAWS
+    same = C.posterior_pools(V, 10, "perks", C.RATE_DRAWS, 0)
+    assert all(np.array_equal(p, q) for (_, p), (_, q) in zip(default, same))
+    assert default[0][1].dtype == np.float64
+
+
+def test_rates_scheme_posterior_checks_pool_size(echo):
+    h, X, y = echo
+    with pytest.raises(ValueError, match=r"^pool_size must be >= 1, got 0$"):
+        _ci(h, scheme="rates", rate_model="posterior", n_cal=4, pool_size=0).fit(X, y)
 
 
 @pytest.mark.parametrize("pool_size, pool", [(None, 80), (20, 20)])

@@ -527,8 +527,10 @@ class ConformalInterval(BaseEstimator):
                 dist = c["dist"] if self.bin_by == "predicted" else c["prev_dist"]
                 edges = np.quantile(dist, np.linspace(0, 1, bins + 1)[1:-1])
                 b = np.searchsorted(edges, self._test_dist(gammas[i], ref), side="right")
-                q = conformal_quantile(r[np.searchsorted(edges, dist, side="right") == b], a)
-                # a bin with too few calibration scores for this alpha (inf) falls back to all of them
+                members = r[np.searchsorted(edges, dist, side="right") == b]
+                # a bin with too few calibration scores for this alpha (inf), or none (tied edges: a shift proxy
+                # equal on most calibration samples), falls back to all of them
+                q = conformal_quantile(members, a) if len(members) else np.inf
                 out[i] = q if np.isfinite(q) else conformal_quantile(r, a)
             return out * scales if studentised else out
 
