@@ -320,11 +320,12 @@ OUT_MISSES = ROOT / "book" / "measured" / "interval_misses.csv"
 
 
 def _misses_of(name: str, seed: int, rows):
-    """One dataset and split seed: ``rows`` (the run stage's per-sample rows of one construction) with each
-    sample's error split in three, from the sample's true prevalence pi and h's class-conditional rates (rows of
-    its table) on V (R_V) and on the test pool U (R_U), for the measure f: ``quantification`` = predicted -
-    f(pi R_V) (the method's error had U's rates been V's), ``rates`` = f(pi R_V) - f(pi R_U) (h's rates on the two
-    pools differ), ``sampling`` = f(pi R_U) - true (the sample's own draw from U); the three sum to the error."""
+    """One dataset and split seed: ``rows`` (the run stage's per-sample rows of one construction, every method)
+    with each sample's error split in three, from the sample's true prevalence pi and h's class-conditional rates
+    (rows of its table) on V (R_V) and on the test pool U (R_U), for the measure f: ``quantification`` =
+    predicted - f(pi R_V) (the method's error had U's rates been V's), ``rates`` = f(pi R_V) - f(pi R_U) (h's
+    rates on the two pools differ), ``sampling`` = f(pi R_U) - true (the sample's own draw from U); the three sum
+    to the error. The split and h are made once for all the methods of ``rows``."""
     import numpy as np
 
     from capshift import datasets, evaluation, protocols
@@ -338,7 +339,7 @@ def _misses_of(name: str, seed: int, rows):
         t = contingency_table(y, h.predict(X) if pool == "V" else pred_U, n)
         rates[pool] = t / t.sum(axis=1, keepdims=True)
     out = []
-    for (size, measure), g in rows.groupby(["size", "measure"], sort=False):
+    for (_, size, measure), g in rows.groupby(["method", "size", "measure"], sort=False):
         idx = protocols.upp_indices(s.y_U, int(size), len(g), seed, n_classes=n)
         prev = np.stack([contingency_table(s.y_U[i], pred_U[i], n).sum(axis=1) for i in idx])
         f = get_measure(measure)
@@ -367,9 +368,8 @@ def misses(args) -> None:
             rows = pd.concat([pd.read_parquet(f) for f in files]) if files else None
             if rows is None or not (rows["construction"] == args.candidates[0]).any():
                 continue
-            rows = rows[rows["construction"] == args.candidates[0]]
-            for m, g in rows.groupby("method", sort=False):
-                frames += [x.assign(split=seed) for x in _misses_of(name, seed, g)]
+            rows = rows[rows["construction"] == args.candidates[0]]  # the split and h made once for all methods
+            frames += [x.assign(split=seed) for x in _misses_of(name, seed, rows)]
     df = pd.concat(frames, ignore_index=True)
     df["covered"] = (df["lower"] <= df["true"]) & (df["true"] <= df["upper"])
     df["half_width"] = (df["upper"] - df["lower"]) / 2
