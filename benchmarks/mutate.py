@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import date
 from pathlib import Path
 
@@ -148,6 +149,11 @@ def write_summary(rows: dict) -> None:
     (OUT / "README.md").write_text("\n".join(lines) + "\n")
 
 
+def _env(pythonpath: str) -> dict:
+    """The environment of mutmut's and of the re-checks' test runs: this one, no display, ``PYTHONPATH`` set."""
+    return {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": pythonpath}
+
+
 #: mutmut's exit codes for a mutant: its tests passed (survived), failed (killed), ran past the limit (timeout).
 SURVIVED_EXIT, KILLED_EXIT, TIMEOUT_EXIT = 0, 1, -24
 
@@ -161,7 +167,7 @@ def recheck(work: Path, module: str, tests: list, limit: float = 120.0, workers:
     from concurrent.futures import ThreadPoolExecutor
     meta = work / "mutants" / "src" / "capshift" / f"{module}.py.meta"
     todo = [name for name, s in results(work).items() if s in ("timeout", "not checked")]
-    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": "src"}
+    env = _env("src")
 
     def run(name):
         try:
@@ -180,10 +186,7 @@ def recheck(work: Path, module: str, tests: list, limit: float = 120.0, workers:
     data["exit_code_by_key"].update(codes)
     meta.write_text(json.dumps(data))
     names = {SURVIVED_EXIT: "survived", KILLED_EXIT: "killed", TIMEOUT_EXIT: "timeout"}
-    out = {}
-    for code in codes.values():
-        out[names[code]] = out.get(names[code], 0) + 1
-    return out
+    return dict(Counter(names[code] for code in codes.values()))
 
 
 def git_commit() -> str:
@@ -272,7 +275,7 @@ def main(argv=None) -> int:
     scratch_copy(work, module, tests)
     print(f"mutating lib/capshift/{module}.py against {' '.join(tests)} in {work}", flush=True)
     t0 = time.perf_counter()
-    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": ""}
+    env = _env("")
     subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=work, env=env)
     rechecked = recheck(work, module, tests, workers=args.max_children)
     if rechecked:
