@@ -76,9 +76,15 @@ CANDIDATES = {
     # the default with the rate discrepancy drawn from the posterior predictive of the test pool's rates
     # (ConformalInterval rate_model="posterior") instead of the halvings of V (issue 31)
     "default-pp": ("rates", "RATES_INTERVALS"),
+    # the default with the rate discrepancy propagated through the prevalence estimate (ConformalInterval
+    # propagate=True), with the halvings and with the posterior pools (issue 31)
+    "default-prop": ("rates", "RATES_INTERVALS"),
+    "default-pp-prop": ("rates", "RATES_INTERVALS"),
 }
 #: ConformalInterval ``rate_model`` of the constructions that do not use the halvings
-RATE_MODEL = {"default-pp": "posterior"}
+RATE_MODEL = {"default-pp": "posterior", "default-pp-prop": "posterior"}
+#: The constructions whose rate discrepancy is propagated through the prevalence estimate
+PROPAGATE = ("default-prop", "default-pp-prop")
 
 
 def _default_options():
@@ -142,7 +148,8 @@ def _one_dataset(name: str, args) -> str:
                         opts = _default_options() if opts == ["RATES_INTERVALS"] else opts
                         t2 = time.perf_counter()
                         ci = cis[scheme, RATE_MODEL.get(cand, "halvings")]
-                        b = ci.with_options(*opts).bounds(samples[size], point, measure, 0.05)
+                        b = ci.with_options(*opts, propagate=cand in PROPAGATE).bounds(samples[size], point, measure,
+                                                                                       0.05)
                         seconds[m][f"{cand}/{size}/{measure}"] = time.perf_counter() - t2
                         rows.append(pd.DataFrame({
                             "dataset": name, "task": "binary" if n == 2 else "multiclass", "method": m,

@@ -143,6 +143,7 @@ def test_fit_refuses_what_is_not_a_cap_estimator(echo, estimator, name):
     ({"floor": "yes"}, TypeError, "floor must be True, False, \"union\" or \"auto\", got 'yes'"),
     ({"bin_by": "shift"}, ValueError, "bin_by must be one of ('predicted', 'prevalence'), got 'shift'"),
     ({"rate_model": "bayes"}, ValueError, "rate_model must be one of ('halvings', 'posterior'), got 'bayes'"),
+    ({"propagate": 1}, TypeError, "propagate must be True or False, got 1"),
     ({"scheme": "cv", "n_splits": 3}, ValueError, "n_splits=3 folds need at least 6 items of every class in y_val, "
                                                   "got counts [5, 9]; use fewer folds"),
 ])
@@ -189,7 +190,7 @@ def test_default_parameters():
                                "scheme": "split", "n_splits": 5, "pool_correction": False, "pool_size": None,
                                "bins": 1, "score": "absolute", "floor": False, "bin_by": "predicted",
                                "prior": "jeffreys", "max_cal_size": 2000, "random_state": 0,
-                               "rate_model": "halvings"}
+                               "rate_model": "halvings", "propagate": False}
     assert C.MAX_CAL_SIZE == 2000 and C.FLOOR_DRAWS == 4000 and C.RATE_DRAWS == 200
     assert C.RATE_MODELS == ("halvings", "posterior")
 
@@ -340,6 +341,10 @@ def test_with_options_copies_the_fit_and_sets_the_options(echo):
         ci.with_options(False, floor=1)
     with pytest.raises(ValueError, match=r"^bin_by must be one of"):
         ci.with_options(False, bin_by="x")
+    assert ci.with_options(False, propagate=np.bool_(True)).propagate is True and ci.propagate is False
+    assert other.with_options(False).propagate is False
+    with pytest.raises(TypeError, match=r"^propagate must be True or False, got 'yes'$"):
+        ci.with_options(False, propagate="yes")
     with pytest.raises(NotFittedError, match="^This ConformalInterval instance is not fitted yet"):
         _ci(h).with_options(False)
 
@@ -1277,3 +1282,89 @@ def test_rates_scheme_posterior_rate_model(echo, pool_size, pool):
     # the prior of the draws is the one set at fit: Jeffreys' gives other pools for three classes only, and
     # with_options does not redraw
     assert ci.with_options(False, prior="jeffreys").half_counts_ is ci.half_counts_
+
+
+# ------------------------------------------------------------------- the rate discrepancy propagated (issue 31)
+def test_propagated_discrepancy_two_classes_by_hand():
+    A = np.array([[90.0, 10.0], [60.0, 40.0]])  # fpr .10, tpr .40
+    B = np.array([[17.0, 3.0], [11.0, 9.0]])  # fpr .15, tpr .45
+    p = np.array([[0.3, 0.7], [0.7, 0.3], [1.0, 0.0]])
+    # ACC with A's rates on B's fractions: p1_hat = (g1 - .10) / .30, g1 = .15 p0 + .45 p1
+    p1 = (np.array([0.3 * 0.15 + 0.7 * 0.45, 0.7 * 0.15 + 0.3 * 0.45, 0.15]) - 0.1) / 0.3
+    acc_hat = (1 - p1) * 0.9 + p1 * 0.4
+    acc = p @ np.array([0.85, 0.45])
+    np.testing.assert_allclose(C.propagated_discrepancy(A, B, p), acc_hat - acc, atol=1e-12)
+    np.testing.assert_allclose(C.propagated_discrepancy(A, B, p)[0], -0.10333333333333333, atol=1e-12)
+    # the measure's difference at the true prevalence alone is five times smaller here: 1 / (tpr - fpr) = 3.3
+    assert abs(p[0] @ np.array([0.9 - 0.85, 0.4 - 0.45])) == pytest.approx(0.02)
+    # equal rates: no discrepancy, whatever the prevalence and measure
+    np.testing.assert_allclose(C.propagated_discrepancy(A, A * 3, p, "f1"), 0.0, atol=1e-12)
+    # F1 of class 1: tables of p_hat under A's rates and of p under B's
+    t_hat = np.stack([(1 - p1) * 0.9, (1 - p1) * 0.1, p1 * 0.6, p1 * 0.4], axis=1).reshape(-1, 2, 2)
+    t = p[:, :, None] * (B / B.sum(axis=1, keepdims=True))[None]
+    f1 = lambda t: 2 * t[:, 1, 1] / (2 * t[:, 1, 1] + t[:, 0, 1] + t[:, 1, 0])  # noqa: E731
+    np.testing.assert_allclose(C.propagated_discrepancy(A, B, p, "f1"), f1(t_hat) - f1(t), atol=1e-12)
+
+
+def test_propagated_discrepancy_clips_and_renormalises_three_classes():
+    A = np.array([[8.0, 1.0, 1.0], [1.0, 8.0, 1.0], [1.0, 1.0, 8.0]])
+    B = np.array([[5.0, 4.0, 1.0], [1.0, 8.0, 1.0], [1.0, 1.0, 8.0]])
+    Ra, Rb = A / 10, B / 10
+    p = np.array([[0.9, 0.1, 0.0], [0.2, 0.3, 0.5]])
+    raw = p @ Rb @ np.linalg.inv(Ra)
+    assert raw[0].min() < 0 and raw[1].min() > 0  # the first is clipped, the second is not
+    p_hat = np.clip(raw, 0, None)
+    p_hat /= p_hat.sum(axis=1, keepdims=True)
+    expected = (p_hat * np.diag(Ra)).sum(axis=1) - (p * np.diag(Rb)).sum(axis=1)
+    np.testing.assert_allclose(C.propagated_discrepancy(A, B, p), expected, atol=1e-12)
+    # a classifier that predicts one class on pool a (rank-1 rates): the pseudo-inverse spreads the estimate
+    # evenly, and its accuracy is the prevalence of that class, 1/3 for any p
+    const = np.array([[0.0, 10.0, 0.0], [0.0, 10.0, 0.0], [0.0, 10.0, 0.0]])
+    np.testing.assert_allclose(C.propagated_discrepancy(const, B, p), 1 / 3 - (p * np.diag(Rb)).sum(axis=1),
+                               atol=1e-12)
+
+
+def test_propagated_discrepancy_messages():
+    A = np.array([[9.0, 1.0], [2.0, 8.0]])
+    p = np.array([[0.5, 0.5]])
+    with pytest.raises(ValueError, match=r"^counts_a and counts_b must have the same shape, got \(2, 2\) and "
+                                         r"\(3, 3\)$"):
+        C.propagated_discrepancy(A, np.eye(3), p)
+    with pytest.raises(ValueError, match=r"^every true class \(row\) of counts_a and counts_b needs an item"):
+        C.propagated_discrepancy(A, np.array([[9.0, 1.0], [0.0, 0.0]]), p)
+    with pytest.raises(ValueError, match=r"^every true class \(row\) of counts_a and counts_b needs an item"):
+        C.propagated_discrepancy(np.array([[0.0, 0.0], [2.0, 8.0]]), A, p)
+    for bad in (np.array([0.5, 0.5]), np.array([[0.5, 0.3, 0.2]]), np.array([[np.nan, 1.0]]),
+                np.array([[-0.1, 1.1]])):
+        with pytest.raises(ValueError, match=r"^prevalences must be an \(m, 2\) array of non-negative fractions"):
+            C.propagated_discrepancy(A, A, bad)
+    with pytest.raises(ValueError, match=r"^val_counts must be an \(n, n\) table"):
+        C.propagated_discrepancy(-A, A, p)
+
+
+@pytest.mark.parametrize("rate_model", ["halvings", "posterior"])
+def test_rates_scheme_propagate_by_hand(echo, rate_model):
+    h, X, y = echo
+    ci = _ci(h, scheme="rates", n_splits=4, n_cal=3, rate_model=rate_model, propagate=True,
+             random_state=5).fit(X, y)
+    c = ci._calibration(25, "accuracy")
+    idx = protocols.upp_indices(y, 25, 3, seed=5, n_classes=2)
+    prev = np.array([contingency_table(y[i], X[i, 0], 2).sum(axis=1) for i in idx])
+    np.testing.assert_array_equal(c["prev"], prev)
+    rate = np.concatenate([C.propagated_discrepancy(a, b, prev) for a, b in ci.half_counts_])
+    # Naive is not the point here: the residual pairs each in-sample error with each propagated discrepancy
+    expected = np.abs(ci.scale_ * rate + c["pred"] - c["true"])
+    np.testing.assert_allclose(ci._residuals(25, "accuracy"), expected, atol=1e-15)
+    np.testing.assert_allclose(c["rate_propagated"], rate, atol=0)
+    # without propagate: the measure's difference, a narrower band on this h (tpr - fpr = .65)
+    plain = ci.with_options(False)
+    assert plain.propagate is False
+    np.testing.assert_allclose(plain._residuals(25, "accuracy"), np.abs(ci.scale_ * c["rate"] + c["pred"] - c["true"]),
+                               atol=1e-15)
+    assert not np.allclose(rate, c["rate"])
+    assert np.abs(rate).mean() > np.abs(c["rate"]).mean()
+    # the cached term is the measure's own
+    f1 = ci._residuals(25, "f1")
+    c1 = ci._calibration(25, "f1")
+    rate1 = np.concatenate([C.propagated_discrepancy(a, b, prev, "f1") for a, b in ci.half_counts_])
+    np.testing.assert_allclose(f1, np.abs(ci.scale_ * rate1 + c1["pred"] - c1["true"]), atol=1e-15)

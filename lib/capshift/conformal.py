@@ -46,7 +46,7 @@ from .quantifiers import Quantifier
 from .tables import MEASURES, class_counts, contingency_table, get_measure
 
 __all__ = ["ConformalInterval", "conformal_quantile", "evidence_interval", "acc_prevalence", "unfitted_copy",
-           "posterior_pools", "BIN_BY",
+           "posterior_pools", "propagated_discrepancy", "BIN_BY",
            "RATES_INTERVALS", "MC_INTERVALS",
            "SCHEMES", "SCORES", "PRIORS", "FLOOR_DRAWS", "RATE_MODELS", "RATE_DRAWS"]
 
@@ -167,6 +167,17 @@ class ConformalInterval(BaseEstimator):
         halvings' in expectation, and the prior keeps it above 0 where V shows no error. Drawn once at
         :meth:`fit` with the ``prior`` set then (``with_options`` does not redraw). Beyond the papers (issue
         31).
+    propagate : bool
+        How the "rates" scheme turns a rate discrepancy into an error of the measure (other schemes ignore it).
+        False (default): ``m(p, R_a) - m(p, R_b)``, the measure at the sample's true prevalence p under the two
+        pools' rates. True: ``m(p_hat, R_a) - m(p, R_b)`` with ``p_hat`` the prevalence that adjusted classify
+        and count (Forman 2008) estimates from the fractions of h's predictions that pool b gives at p,
+        ``p @ R_b``, knowing pool a's rates (``p_hat = p @ R_b @ pinv(R_a)``, clipped at 0 and renormalised,
+        as QuaPy's ACC): the discrepancy propagated through the prevalence estimate that the method fits with
+        V's rates, amplified by ``1 / (tpr - fpr)`` for two classes. A classifier close to constant on V (tpr
+        near fpr) then gets the wide interval its quantification error needs, which the measure's difference
+        alone does not show; a classifier that separates the classes well gets nearly the same one. ACC is a
+        surrogate of the method's quantifier. Beyond the papers (issue 31).
     bins : int
         1 (default): one quantile for all samples of a size. More: Mondrian conformal prediction, the
         calibration samples binned (equal counts) by the L1 distance between their fractions of h's
@@ -236,7 +247,7 @@ class ConformalInterval(BaseEstimator):
                  scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
                  bins: int = 1, score: str = "absolute", floor=False, bin_by: str = "predicted",
                  prior: str = "jeffreys", max_cal_size=MAX_CAL_SIZE, random_state: int = 0,
-                 rate_model: str = "halvings"):
+                 rate_model: str = "halvings", propagate: bool = False):
         self.estimator = estimator
         self.cal_fraction = cal_fraction
         self.n_cal = n_cal
@@ -253,6 +264,7 @@ class ConformalInterval(BaseEstimator):
         self.max_cal_size = max_cal_size
         self.random_state = random_state
         self.rate_model = rate_model
+        self.propagate = propagate
 
     def fit(self, X_val, y_val, point_estimator=None):
         """Split V, fit the method on one part, keep the other for calibration. Returns self.
@@ -290,6 +302,8 @@ class ConformalInterval(BaseEstimator):
         _check_prior(self.prior)
         if self.rate_model not in RATE_MODELS:
             raise ValueError(f"rate_model must be one of {RATE_MODELS}, got {self.rate_model!r}")
+        if not isinstance(self.propagate, (bool, np.bool_)):
+            raise TypeError(f"propagate must be True or False, got {self.propagate!r}")
         everything = np.arange(len(y_val))
         pred = np.asarray(self.estimator.classifier.predict(X_val))
         self.val_counts_ = _counts(y_val, pred, n)
@@ -367,13 +381,17 @@ class ConformalInterval(BaseEstimator):
             raise TypeError(f"floor must be True, False, \"union\" or \"auto\", got {floor!r}")
 
     def with_options(self, pool_correction: bool, bins: int = 1, score: str = "absolute",
-                     floor=False, bin_by: str = "predicted", prior: str = "jeffreys") -> "ConformalInterval":
+                     floor=False, bin_by: str = "predicted", prior: str = "jeffreys",
+                     propagate: bool = False) -> "ConformalInterval":
         """A copy sharing this fitted calibrator's fits and calibration samples, with ``pool_correction``,
-        ``bins``, ``score``, ``floor``, ``bin_by`` and ``prior`` set."""
+        ``bins``, ``score``, ``floor``, ``bin_by``, ``prior`` and ``propagate`` set."""
         check_fitted(self, ["folds_"])
         self._check_score_options(score, floor)
         self._check_bin_by(bin_by)
+        if not isinstance(propagate, (bool, np.bool_)):
+            raise TypeError(f"propagate must be True or False, got {propagate!r}")
         other = copy.copy(self)
+        other.propagate = bool(propagate)
         other.bin_by, other.prior = bin_by, _check_prior(prior)
         other.pool_correction, other.bins = bool(pool_correction), check_int(bins, "bins")
         other.score, other.floor = score, floor if isinstance(floor, str) else bool(floor)
@@ -462,13 +480,19 @@ class ConformalInterval(BaseEstimator):
         prev_dist = np.array([np.abs(acc_prevalence(self.val_counts_, g) - ref_prev).sum() for g in gamma])
         return {"pred": np.tile(pred, k), "true": np.tile(true, k), "rate": rate, "dist": np.tile(dist, k),
                 "prev_dist": np.tile(prev_dist, k), "fold": np.zeros(k * len(idx), dtype=int),
-                "gamma": np.tile(gamma, (k, 1))}
+                "gamma": np.tile(gamma, (k, 1)), "prev": prev}
 
     def _residuals(self, size: int, measure, studentised: bool = False) -> np.ndarray:
         """Calibration scores: absolute residuals, pool part scaled by ``scale_`` (see :meth:`_pool_scale`),
         divided by each sample's evidence scale if ``studentised``."""
         c = self._calibration(size, measure)
-        if self.scheme == "rates":
+        if self.scheme == "rates" and self.propagate:
+            if "rate_propagated" not in c:  # computed on first use, cached with the calibration samples
+                f = get_measure(measure)
+                c["rate_propagated"] = np.concatenate([propagated_discrepancy(a, b, c["prev"], f)
+                                                       for a, b in self.half_counts_])
+            r = np.abs(self.scale_ * c["rate_propagated"] + (c["pred"] - c["true"]))
+        elif self.scheme == "rates":
             r = np.abs(self.scale_ * c["rate"] + (c["pred"] - c["true"]))
         else:
             r = np.abs(self.scale_ * (c["pred"] - c["expected"]) + (c["expected"] - c["true"]))
@@ -642,6 +666,35 @@ def posterior_pools(val_counts, pool_size: int, prior: str = "perks", draws: int
     # per true class: (draws, n) rates, then (draws, n) counts of the pool's items of that class
     pools = np.stack([rng.multinomial(sizes[i], rng.dirichlet(V[i] + a0, draws)) for i in range(n)], axis=1)
     return [(V, p.astype(float)) for p in pools]
+
+
+def propagated_discrepancy(counts_a, counts_b, prevalences, measure="accuracy") -> np.ndarray:
+    """The error of a measure that a discrepancy of h's class-conditional rates between two pools causes once it
+    is propagated through the prevalence estimate: for each prevalence p (a row of ``prevalences``, (m, n) on the
+    simplex), ``m(p_hat, R_a) - m(p, R_b)``, with ``R_a``, ``R_b`` the rates (rows of ``counts_a``, ``counts_b``,
+    (n, n) counts of h's tables, rows true classes, each row holding an item) and ``p_hat`` the adjusted classify
+    and count estimate (Forman 2008) that the rates ``R_a`` give from the fractions ``p @ R_b`` of h's predictions
+    (``p @ R_b @ pinv(R_a)``, clipped at 0 and renormalised as QuaPy's ACC; uniform where nothing is left).
+    ``measure``: a name or a measure of :mod:`capshift.tables`. Returns float (m,); 0 where the pools' rates agree.
+    Raises ValueError for bad tables, a row without items or prevalences of the wrong shape. What
+    ``ConformalInterval(propagate=True)`` calibrates on; beyond the papers (issue 31)."""
+    A, B = _check_counts(counts_a), _check_counts(counts_b)
+    if A.shape != B.shape:
+        raise ValueError(f"counts_a and counts_b must have the same shape, got {A.shape} and {B.shape}")
+    if np.any(A.sum(axis=1) <= 0) or np.any(B.sum(axis=1) <= 0):
+        raise ValueError("every true class (row) of counts_a and counts_b needs an item: h's rates are undefined "
+                         "for a class the pool lacks")
+    n = A.shape[0]
+    p = np.asarray(prevalences, dtype=float)
+    if p.ndim != 2 or p.shape[1] != n or not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise ValueError(f"prevalences must be an (m, {n}) array of non-negative fractions, got shape {p.shape}")
+    f = get_measure(measure)
+    Ra, Rb = A / A.sum(axis=1, keepdims=True), B / B.sum(axis=1, keepdims=True)
+    p_hat = np.clip(p @ Rb @ np.linalg.pinv(Ra), 0.0, None)
+    total = p_hat.sum(axis=1, keepdims=True)
+    p_hat = np.divide(p_hat, total, out=np.full_like(p_hat, 1.0 / n), where=total > 0)
+    return (np.asarray(f(p_hat[:, :, None] * Ra[None]), dtype=float)
+            - np.asarray(f(p[:, :, None] * Rb[None]), dtype=float))
 
 
 def _check_counts(val_counts) -> np.ndarray:
