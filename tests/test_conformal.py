@@ -143,7 +143,8 @@ def test_fit_refuses_what_is_not_a_cap_estimator(echo, estimator, name):
     ({"floor": "yes"}, TypeError, "floor must be True, False, \"union\" or \"auto\", got 'yes'"),
     ({"bin_by": "shift"}, ValueError, "bin_by must be one of ('predicted', 'prevalence'), got 'shift'"),
     ({"rate_model": "bayes"}, ValueError, "rate_model must be one of ('halvings', 'posterior'), got 'bayes'"),
-    ({"propagate": 1}, TypeError, "propagate must be True or False, got 1"),
+    ({"propagate": 1}, TypeError, "propagate must be True, False or \"auto\", got 1"),
+    ({"propagate": "Auto"}, TypeError, "propagate must be True, False or \"auto\", got 'Auto'"),
     ({"scheme": "cv", "n_splits": 3}, ValueError, "n_splits=3 folds need at least 6 items of every class in y_val, "
                                                   "got counts [5, 9]; use fewer folds"),
 ])
@@ -343,7 +344,8 @@ def test_with_options_copies_the_fit_and_sets_the_options(echo):
         ci.with_options(False, bin_by="x")
     assert ci.with_options(False, propagate=np.bool_(True)).propagate is True and ci.propagate is False
     assert other.with_options(False).propagate is False
-    with pytest.raises(TypeError, match=r"^propagate must be True or False, got 'yes'$"):
+    assert ci.with_options(False, propagate="auto").propagate == "auto"
+    with pytest.raises(TypeError, match=r'^propagate must be True, False or "auto", got \'yes\'$'):
         ci.with_options(False, propagate="yes")
     with pytest.raises(NotFittedError, match="^This ConformalInterval instance is not fitted yet"):
         _ci(h).with_options(False)
@@ -1368,3 +1370,32 @@ def test_rates_scheme_propagate_by_hand(echo, rate_model):
     c1 = ci._calibration(25, "f1")
     rate1 = np.concatenate([C.propagated_discrepancy(a, b, prev, "f1") for a, b in ci.half_counts_])
     np.testing.assert_allclose(f1, np.abs(ci.scale_ * rate1 + c1["pred"] - c1["true"]), atol=1e-15)
+
+
+def test_propagate_auto_is_true_for_two_classes_only(echo):
+    h, X, y = echo
+    kw = dict(scheme="rates", n_splits=3, n_cal=3, random_state=2)
+    on = _ci(h, propagate=np.bool_(True), **kw).fit(X, y)
+    auto = _ci(h, propagate="auto", **kw).fit(X, y)
+    off = _ci(h, **kw).fit(X, y)
+    np.testing.assert_array_equal(auto._residuals(25, "accuracy"), on._residuals(25, "accuracy"))
+    assert not np.allclose(auto._residuals(25, "accuracy"), off._residuals(25, "accuracy"))
+    # three classes: "auto" is the measure's difference, True is not
+    rng = np.random.default_rng(0)
+    y3 = np.repeat([0, 1, 2], 30)
+    pred3 = np.where(rng.random(90) < 0.7, y3, rng.integers(0, 3, 90))
+    X3 = np.stack([pred3, np.arange(90)], axis=1).astype(float)
+    h3 = _Echo3().fit(X3, y3)
+    kw3 = dict(scheme="rates", n_splits=3, n_cal=3, random_state=2)
+    auto3 = _ci(h3, propagate="auto", **kw3).fit(X3, y3)
+    np.testing.assert_array_equal(auto3._residuals(60, "accuracy"), _ci(h3, **kw3).fit(X3, y3)._residuals(60, "accuracy"))
+    assert not np.allclose(auto3._residuals(60, "accuracy"),
+                           _ci(h3, propagate=True, **kw3).fit(X3, y3)._residuals(60, "accuracy"))
+
+
+class _Echo3(_Echo):
+    """_Echo for three classes."""
+
+    def fit(self, X, y=None):
+        self.classes_ = np.arange(3)
+        return self

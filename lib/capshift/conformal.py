@@ -167,7 +167,7 @@ class ConformalInterval(BaseEstimator):
         halvings' in expectation, and the prior keeps it above 0 where V shows no error. Drawn once at
         :meth:`fit` with the ``prior`` set then (``with_options`` does not redraw). Beyond the papers (issue
         31).
-    propagate : bool
+    propagate : bool or "auto"
         How the "rates" scheme turns a rate discrepancy into an error of the measure (other schemes ignore it).
         False (default): ``m(p, R_a) - m(p, R_b)``, the measure at the sample's true prevalence p under the two
         pools' rates. True: ``m(p_hat, R_a) - m(p, R_b)`` with ``p_hat`` the prevalence that adjusted classify
@@ -177,7 +177,9 @@ class ConformalInterval(BaseEstimator):
         V's rates, amplified by ``1 / (tpr - fpr)`` for two classes. A classifier close to constant on V (tpr
         near fpr) then gets the wide interval its quantification error needs, which the measure's difference
         alone does not show; a classifier that separates the classes well gets nearly the same one. ACC is a
-        surrogate of the method's quantifier. Beyond the papers (issue 31).
+        surrogate of the method's quantifier. "auto": True for two classes, False for more (with many classes
+        the inverse of a half's noisy rates amplifies its noise, and the interval over-covers). Beyond the
+        papers (issue 31).
     bins : int
         1 (default): one quantile for all samples of a size. More: Mondrian conformal prediction, the
         calibration samples binned (equal counts) by the L1 distance between their fractions of h's
@@ -302,8 +304,7 @@ class ConformalInterval(BaseEstimator):
         _check_prior(self.prior)
         if self.rate_model not in RATE_MODELS:
             raise ValueError(f"rate_model must be one of {RATE_MODELS}, got {self.rate_model!r}")
-        if not isinstance(self.propagate, (bool, np.bool_)):
-            raise TypeError(f"propagate must be True or False, got {self.propagate!r}")
+        _check_propagate(self.propagate)
         everything = np.arange(len(y_val))
         pred = np.asarray(self.estimator.classifier.predict(X_val))
         self.val_counts_ = _counts(y_val, pred, n)
@@ -388,10 +389,8 @@ class ConformalInterval(BaseEstimator):
         check_fitted(self, ["folds_"])
         self._check_score_options(score, floor)
         self._check_bin_by(bin_by)
-        if not isinstance(propagate, (bool, np.bool_)):
-            raise TypeError(f"propagate must be True or False, got {propagate!r}")
         other = copy.copy(self)
-        other.propagate = bool(propagate)
+        other.propagate = _check_propagate(propagate)
         other.bin_by, other.prior = bin_by, _check_prior(prior)
         other.pool_correction, other.bins = bool(pool_correction), check_int(bins, "bins")
         other.score, other.floor = score, floor if isinstance(floor, str) else bool(floor)
@@ -486,7 +485,9 @@ class ConformalInterval(BaseEstimator):
         """Calibration scores: absolute residuals, pool part scaled by ``scale_`` (see :meth:`_pool_scale`),
         divided by each sample's evidence scale if ``studentised``."""
         c = self._calibration(size, measure)
-        if self.scheme == "rates" and self.propagate:
+        # "auto" propagates for two classes only (validated at fit and by with_options)
+        propagate = self.n_classes_ == 2 if isinstance(self.propagate, str) else bool(self.propagate)
+        if self.scheme == "rates" and propagate:
             if "rate_propagated" not in c:  # computed on first use, cached with the calibration samples
                 f = get_measure(measure)
                 c["rate_propagated"] = np.concatenate([propagated_discrepancy(a, b, c["prev"], f)
@@ -623,6 +624,15 @@ def _measure_key(measure):
     if isinstance(name, str) and name.lower() in MEASURES and get_measure(name) is measure:
         return name
     return measure
+
+
+def _check_propagate(propagate):
+    """``propagate`` as True, False or "auto"; TypeError otherwise."""
+    if isinstance(propagate, (bool, np.bool_)):
+        return bool(propagate)
+    if isinstance(propagate, str) and propagate == "auto":
+        return propagate
+    raise TypeError(f"propagate must be True, False or \"auto\", got {propagate!r}")
 
 
 def _check_parts(parts, y, n: int, names) -> None:
