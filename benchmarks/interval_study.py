@@ -76,8 +76,9 @@ CANDIDATES = {
     # the default with the rate discrepancy drawn from the posterior predictive of the test pool's rates
     # (ConformalInterval rate_model="posterior") instead of the halvings of V (issue 31)
     "default-pp": ("rates", "RATES_INTERVALS"),
-    # the default with the rate discrepancy propagated through the prevalence estimate (ConformalInterval
-    # propagate=True), with the halvings and with the posterior pools (issue 31)
+    # the default with the rate discrepancy propagated through the prevalence estimate for every number of classes
+    # (ConformalInterval propagate=True; the default's "auto" propagates for two classes only), with the halvings
+    # and with the posterior pools (issue 31)
     "default-prop": ("rates", "RATES_INTERVALS"),
     "default-pp-prop": ("rates", "RATES_INTERVALS"),
 }
@@ -89,10 +90,10 @@ PROPAGATE = ("default-prop", "default-pp-prop")
 
 def _default_options():
     """The options of ``with_options`` that :data:`capshift.conformal.RATES_INTERVALS` sets (the scheme, splits and
-    calibration samples are the run's: rates, 10, 500, which the run checks against it)."""
+    calibration samples are the run's: rates, 10, 500, which the run checks against it), the propagation last."""
     from capshift.conformal import RATES_INTERVALS as R
     assert (R["scheme"], R["n_splits"], R["n_cal"]) == ("rates", 10, 500), R
-    return (False, R["bins"], R["score"], R["floor"], R["bin_by"], R["prior"])
+    return (False, R["bins"], R["score"], R["floor"], R["bin_by"], R["prior"], R.get("propagate", False))
 
 
 def _one_dataset(name: str, args) -> str:
@@ -136,7 +137,7 @@ def _one_dataset(name: str, args) -> str:
                 t1 = time.perf_counter()
                 # the posterior draws use the default's prior (fixed at fit; with_options does not redraw)
                 cis[key] = ConformalInterval(base, scheme=key[0], n_splits=10, n_cal=500, random_state=args.seed,
-                                             rate_model=key[1], prior=_default_options()[-1])
+                                             rate_model=key[1], prior=_default_options()[5])
                 cis[key].fit(s.X_V, s.y_V, point_estimator=full)
                 seconds[m][f"{key[0]}{'' if key[1] == 'halvings' else ' ' + key[1]} fit"] = time.perf_counter() - t1
             for size in args.sizes:
@@ -145,11 +146,12 @@ def _one_dataset(name: str, args) -> str:
                     point = np.asarray(full.predict_batch(samples[size], measure), dtype=float)
                     for cand in args.candidates:
                         scheme, *opts = CANDIDATES[cand]
-                        opts = _default_options() if opts == ["RATES_INTERVALS"] else opts
+                        opts = list(_default_options()) if opts == ["RATES_INTERVALS"] else opts
+                        if cand in PROPAGATE:  # the default's options with the propagation forced on
+                            opts[-1] = True
                         t2 = time.perf_counter()
                         ci = cis[scheme, RATE_MODEL.get(cand, "halvings")]
-                        b = ci.with_options(*opts, propagate=cand in PROPAGATE).bounds(samples[size], point, measure,
-                                                                                       0.05)
+                        b = ci.with_options(*opts).bounds(samples[size], point, measure, 0.05)
                         seconds[m][f"{cand}/{size}/{measure}"] = time.perf_counter() - t2
                         rows.append(pd.DataFrame({
                             "dataset": name, "task": "binary" if n == 2 else "multiclass", "method": m,

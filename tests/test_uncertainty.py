@@ -1039,3 +1039,50 @@ def test_interval_experiment_gives_naive_and_the_oracle_no_propagated_rows():
     # propagated_interval): no rows, as for the methods outside the LEAP family
     for name in ("Naive", "O-LEAP_oracle"):
         assert U.interval_experiment(split(), methods=[name], kinds=["propagated"], n_samples=2, sample_size=40).empty
+
+
+def test_paired_winkler_by_hand():
+    import pandas as pd
+    # group g1: 3 datasets, differences -.3, -.2, -.1 (mean -.2, sd .1, se .1/sqrt 3 = .0577): lower by 3.5 se
+    # group g2: differences +.1, -.1, +.3 (mean .1, se .2/sqrt 3 = .1155): not enough evidence; z = .5: higher
+    # group g3: one dataset (se NaN): not enough evidence whatever the difference
+    w_ref = {"g1": [1.0, 1.0, 1.0], "g2": [0.5, 0.5, 0.5], "g3": [2.0]}
+    w_new = {"g1": [0.7, 0.8, 0.9], "g2": [0.6, 0.4, 0.8], "g3": [0.1]}
+    rows = []
+    for g in w_ref:
+        for i, (a, b) in enumerate(zip(w_new[g], w_ref[g])):
+            rows += [(g, f"d{i}", "new", a), (g, f"d{i}", "ref", b)]
+    rows.append(("g1", "only-ref", "ref", 9.0))  # a dataset scored by one construction only does not count
+    rows.append(("g1", "x", "other", 0.0))
+    scores = pd.DataFrame(rows, columns=["cell", "dataset", "construction", "W"])
+    out = U.paired_winkler(scores, "new", "ref", by=["cell"]).set_index("cell")
+    assert list(out.index) == ["g1", "g2", "g3"]
+    np.testing.assert_allclose(out["diff"], [-0.2, 0.1, -1.9], atol=1e-12)
+    np.testing.assert_allclose(out.loc[["g1", "g2"], "se"], [0.1 / np.sqrt(3), 0.2 / np.sqrt(3)], atol=1e-12)
+    assert np.isnan(out.loc["g3", "se"])
+    np.testing.assert_allclose(out["ratio"], [0.8, 0.6 / 0.5, 0.05], atol=1e-12)
+    assert list(out["datasets"]) == [3, 3, 1]
+    assert list(out["verdict"]) == ["lower", "not enough evidence", "not enough evidence"]
+    loose = U.paired_winkler(scores, "new", "ref", z=0.5, by=["cell"]).set_index("cell")
+    assert list(loose["verdict"]) == ["lower", "higher", "not enough evidence"]
+    # z = 0: the sign decides; swapped constructions: the opposite verdict
+    assert list(U.paired_winkler(scores, "ref", "new", z=0.0, by=["cell"])["verdict"])[:2] == ["higher", "lower"]
+    # exactly z standard errors is not enough: g1's difference is 3.46 se
+    at = U.paired_winkler(scores, "new", "ref", z=0.2 / (0.1 / np.sqrt(3)), by=["cell"]).set_index("cell")
+    assert at.loc["g1", "verdict"] == "not enough evidence"
+
+
+def test_paired_winkler_messages():
+    import pandas as pd
+    scores = pd.DataFrame({"cell": "g", "dataset": ["a", "a"], "construction": ["new", "ref"], "W": [1.0, 2.0]})
+    with pytest.raises(ValueError, match=r"^construction 'nwe' is not in scores \(constructions: \['new', 'ref'\]\)$"):
+        U.paired_winkler(scores, "nwe", "ref", by=["cell"])
+    with pytest.raises(ValueError, match=r"^reference 'default' is not in scores"):
+        U.paired_winkler(scores, "new", "default", by=["cell"])
+    with pytest.raises(ValueError, match=r"^scores must be dataset_scores' or split_scores' rows, with the columns"):
+        U.paired_winkler(scores.drop(columns="W"), "new", "ref", by=["cell"])
+    with pytest.raises(ValueError, match="^z must be"):
+        U.paired_winkler(scores, "new", "ref", z=11, by=["cell"])
+    # the default cells: task, method, size, measure
+    with pytest.raises(ValueError, match=r"'measure', 'method', 'size', 'task'"):
+        U.paired_winkler(scores, "new", "ref")

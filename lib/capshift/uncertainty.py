@@ -42,7 +42,7 @@ from .tables import get_measure
 __all__ = ["bootstrap_interval", "bootstrap_prevalences", "propagated_interval", "ConformalInterval", "interval_scores",
            "conformal_quantile", "evidence_interval", "acc_prevalence", "interval_experiment", "summarise_intervals",
            "error_structure", "coverage_by_scale", "winkler_score", "dataset_scores", "split_scores", "coverage_floor",
-           "compare_constructions", "KINDS", "SCHEMES", "SCORES",
+           "compare_constructions", "paired_winkler", "KINDS", "SCHEMES", "SCORES",
            "FLOOR_DRAWS"]
 
 
@@ -278,6 +278,36 @@ def compare_constructions(scores, by=("task", "method", "size", "measure")):
     out["ratio"] = out["A"] / out["oracle"]
     return out.reset_index()[by + ["construction", "C", "C_se", "worst_C", "worst", "A", "oracle", "ratio", "W",
                                    "datasets", "n"]]
+
+
+def paired_winkler(scores, construction: str, reference: str, z: float = 2.0,
+                   by=("task", "method", "size", "measure")):
+    """Whether ``construction``'s mean Winkler score is lower than ``reference``'s, per group of ``by``, on the same
+    samples, with the datasets as clusters: per dataset the difference of the two constructions' ``W``
+    (:func:`dataset_scores` or :func:`split_scores` rows), then ``diff`` (their mean over the datasets), ``se`` (their
+    standard deviation over the square root of their number; NaN for one dataset), ``ratio`` (the two mean scores'
+    ratio) and ``verdict``: "lower" when ``diff`` is below 0 by more than ``z`` standard errors, "higher" when above
+    by more, else "not enough evidence" (a NaN standard error: always). ``datasets``: the datasets scored by both.
+    Returns a DataFrame; raises ValueError for missing columns, a construction absent from ``scores`` or a bad ``z``
+    (TypeError for a ``z`` that is not a number). Beyond the papers: issue 31's choice of a construction, with the
+    power of the record (the datasets differ more than the samples of one)."""
+    z = check_fraction(z, "z", 0.0, 10.0, closed="both")
+    by = list(by)
+    need = {"dataset", "construction", "W", *by}
+    if not hasattr(scores, "columns") or not need <= set(scores.columns):
+        raise ValueError(f"scores must be dataset_scores' or split_scores' rows, with the columns {sorted(need)}")
+    for name, c in (("construction", construction), ("reference", reference)):
+        if c not in set(scores["construction"]):
+            raise ValueError(f"{name} {c!r} is not in scores (constructions: {sorted(set(scores['construction']))})")
+    w = scores[scores["construction"].isin([construction, reference])].pivot_table(
+        index=by + ["dataset"], columns="construction", values="W").dropna()
+    g = (w[construction] - w[reference]).groupby(level=list(range(len(by))), sort=False)
+    out = pd.DataFrame({"diff": g.mean(), "se": g.std(ddof=1) / np.sqrt(g.size()), "datasets": g.size()})
+    means = w.groupby(level=list(range(len(by))), sort=False).mean()
+    out["ratio"] = means[construction] / means[reference]
+    out["verdict"] = np.where(out["diff"] + z * out["se"] < 0, "lower",
+                              np.where(out["diff"] - z * out["se"] > 0, "higher", "not enough evidence"))
+    return out.reset_index()[by + ["diff", "se", "ratio", "datasets", "verdict"]]
 
 
 def _inside(lower, upper, true):
