@@ -249,7 +249,7 @@ class ConformalInterval(BaseEstimator):
                  scheme: str = "split", n_splits: int = 5, pool_correction: bool = False, pool_size=None,
                  bins: int = 1, score: str = "absolute", floor=False, bin_by: str = "predicted",
                  prior: str = "jeffreys", max_cal_size=MAX_CAL_SIZE, random_state: int = 0,
-                 rate_model: str = "halvings", propagate: bool = False):
+                 rate_model: str = "halvings", propagate: bool | str = False):
         self.estimator = estimator
         self.cal_fraction = cal_fraction
         self.n_cal = n_cal
@@ -383,7 +383,7 @@ class ConformalInterval(BaseEstimator):
 
     def with_options(self, pool_correction: bool, bins: int = 1, score: str = "absolute",
                      floor=False, bin_by: str = "predicted", prior: str = "jeffreys",
-                     propagate: bool = False) -> "ConformalInterval":
+                     propagate: bool | str = False) -> "ConformalInterval":
         """A copy sharing this fitted calibrator's fits and calibration samples, with ``pool_correction``,
         ``bins``, ``score``, ``floor``, ``bin_by``, ``prior`` and ``propagate`` set."""
         check_fitted(self, ["folds_"])
