@@ -1332,7 +1332,8 @@ def test_propagated_discrepancy_messages():
     with pytest.raises(ValueError, match=r"^counts_a and counts_b must have the same shape, got \(2, 2\) and "
                                          r"\(3, 3\)$"):
         C.propagated_discrepancy(A, np.eye(3), p)
-    with pytest.raises(ValueError, match=r"^every true class \(row\) of counts_a and counts_b needs an item"):
+    with pytest.raises(ValueError, match=r"^every true class \(row\) of counts_a and counts_b needs an item: h's rates "
+                                         r"are undefined for a class the pool lacks$"):
         C.propagated_discrepancy(A, np.array([[9.0, 1.0], [0.0, 0.0]]), p)
     with pytest.raises(ValueError, match=r"^every true class \(row\) of counts_a and counts_b needs an item"):
         C.propagated_discrepancy(np.array([[0.0, 0.0], [2.0, 8.0]]), A, p)
@@ -1399,3 +1400,29 @@ class _Echo3(_Echo):
     def fit(self, X, y=None):
         self.classes_ = np.arange(3)
         return self
+
+
+def test_propagated_discrepancy_rows_of_other_sizes_and_a_pool_never_predicting_a_class():
+    # rows of different sizes: each row is normalised by its own count (a row of one item is a pool's row too)
+    A = np.array([[9.0, 1.0], [1.0, 0.0]])  # fpr .1, tpr 0: class 1 seen once, predicted 0
+    B = np.array([[30.0, 10.0], [2.0, 3.0]])  # fpr .25, tpr .6
+    p = np.array([[0.5, 0.5]])
+    g1 = 0.5 * 0.25 + 0.5 * 0.6
+    p1 = np.clip((g1 - 0.1) / (0.0 - 0.1), 0, None)  # tpr - fpr < 0: the raw estimate is negative, clipped to 0
+    assert p1 == 0  # p_hat = (1, 0): accuracy 0.9 under A's rates, 0.675 under B's at p
+    np.testing.assert_allclose(C.propagated_discrepancy(A, B, p), [0.9 - 0.675], atol=1e-12)
+    # the other way round (the one-item row in pool b): g1 = .05, p1 = (.05 - .25) / .35 < 0, p_hat = (1, 0):
+    # accuracy .75 under B's rates, .45 under A's at p
+    np.testing.assert_allclose(C.propagated_discrepancy(B, A, p), [0.75 - 0.45], atol=1e-12)
+    B2 = np.array([[7.0, 3.0], [1.0, 4.0]])  # fpr .3, tpr .8
+    p2 = np.array([[0.2, 0.8]])
+    p1 = (0.2 * 0.3 + 0.8 * 0.8 - 0.3) / (0.8 - 0.3)
+    np.testing.assert_allclose(C.propagated_discrepancy(B2 * [[1], [3]], B2 * [[2], [1]], p2), 0.0, atol=1e-12)
+    np.testing.assert_allclose(p1, 0.8, atol=1e-12)
+    # pool a: h predicts class 1 always (rank-1 rates); pool b never predicts class 1: ACC sees nothing to adjust
+    # (p @ R_b @ pinv(R_a) = 0), and the estimate is uniform: accuracy 1/3 under R_a
+    const = np.array([[0.0, 4.0, 0.0], [0.0, 5.0, 0.0], [0.0, 6.0, 0.0]])
+    never = np.array([[5.0, 0.0, 5.0], [3.0, 0.0, 1.0], [1.0, 0.0, 9.0]])
+    p3 = np.array([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]])
+    expected = 1 / 3 - p3 @ np.array([0.5, 0.0, 0.9])
+    np.testing.assert_allclose(C.propagated_discrepancy(const, never, p3), expected, atol=1e-12)

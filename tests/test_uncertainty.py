@@ -1086,3 +1086,23 @@ def test_paired_winkler_messages():
     # the default cells: task, method, size, measure
     with pytest.raises(ValueError, match=r"'measure', 'method', 'size', 'task'"):
         U.paired_winkler(scores, "new", "ref")
+
+
+def test_paired_winkler_boundary_and_default_z():
+    import pandas as pd
+
+    def scores(diffs):
+        rows = []
+        for cell, ds in diffs.items():
+            for i, d in enumerate(ds):
+                rows += [(cell, f"d{i}", "new", 1.0 + d), (cell, f"d{i}", "ref", 1.0)]
+        return pd.DataFrame(rows, columns=["cell", "dataset", "construction", "W"])
+
+    # exact binary fractions: two datasets, differences -1 and 0 (mean -.5, se .5), and +1 and 0
+    at = U.paired_winkler(scores({"g": [-1.0, 0.0], "h": [1.0, 0.0]}), "new", "ref", z=1.0, by=["cell"])
+    assert list(at["se"]) == [0.5, 0.5] and list(at["diff"]) == [-0.5, 0.5]
+    assert list(at["verdict"]) == ["not enough evidence"] * 2  # exactly z standard errors away: not beyond
+    # the default z is 2: a difference of 2.5 standard errors (-.625, se .25) is lower, and not at z = 3
+    s = scores({"g": [-0.375, -0.875], "h": [0.375, 0.875]})
+    assert list(U.paired_winkler(s, "new", "ref", by=["cell"])["verdict"]) == ["lower", "higher"]
+    assert list(U.paired_winkler(s, "new", "ref", z=3.0, by=["cell"])["verdict"]) == ["not enough evidence"] * 2
