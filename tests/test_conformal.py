@@ -1297,8 +1297,7 @@ def test_propagated_discrepancy_two_classes_by_hand():
     acc = p @ np.array([0.85, 0.45])
     np.testing.assert_allclose(C.propagated_discrepancy(A, B, p), acc_hat - acc, atol=1e-12)
     np.testing.assert_allclose(C.propagated_discrepancy(A, B, p)[0], -0.10333333333333333, atol=1e-12)
-    # the measure's difference at the true prevalence alone is five times smaller here: 1 / (tpr - fpr) = 3.3
-    assert abs(p[0] @ np.array([0.9 - 0.85, 0.4 - 0.45])) == pytest.approx(0.02)
+    # the measure's difference at the true prevalence alone, .3 x .05 - .7 x .05 = -.02, is five times smaller
     # equal rates: no discrepancy, whatever the prevalence and measure
     np.testing.assert_allclose(C.propagated_discrepancy(A, A * 3, p, "f1"), 0.0, atol=1e-12)
     # F1 of class 1: tables of p_hat under A's rates and of p under B's
@@ -1337,9 +1336,13 @@ def test_propagated_discrepancy_messages():
         C.propagated_discrepancy(A, np.array([[9.0, 1.0], [0.0, 0.0]]), p)
     with pytest.raises(ValueError, match=r"^every true class \(row\) of counts_a and counts_b needs an item"):
         C.propagated_discrepancy(np.array([[0.0, 0.0], [2.0, 8.0]]), A, p)
-    for bad in (np.array([0.5, 0.5]), np.array([[0.5, 0.3, 0.2]]), np.array([[np.nan, 1.0]]),
-                np.array([[-0.1, 1.1]])):
-        with pytest.raises(ValueError, match=r"^prevalences must be an \(m, 2\) array of non-negative fractions"):
+    with pytest.raises(ValueError, match=r"^prevalences must be an \(m, 2\) array, one prevalence per row, got "
+                                         r"shape \(2,\)$"):
+        C.propagated_discrepancy(A, A, np.array([0.5, 0.5]))
+    for bad, message in ((np.array([[0.5, 0.3, 0.2]]), r"must have shape \(\.\.\., 2\)"),
+                         (np.array([[np.nan, 1.0]]), "contains NaN"), (np.array([[-0.1, 1.1]]), "has negative values"),
+                         (np.array([[0.5, 0.6]]), "must be a probability distribution")):
+        with pytest.raises(ValueError, match=r"^prevalences " + message):
             C.propagated_discrepancy(A, A, bad)
     with pytest.raises(ValueError, match=r"^val_counts must be an \(n, n\) table"):
         C.propagated_discrepancy(-A, A, p)
@@ -1415,10 +1418,8 @@ def test_propagated_discrepancy_rows_of_other_sizes_and_a_pool_never_predicting_
     # accuracy .75 under B's rates, .45 under A's at p
     np.testing.assert_allclose(C.propagated_discrepancy(B, A, p), [0.75 - 0.45], atol=1e-12)
     B2 = np.array([[7.0, 3.0], [1.0, 4.0]])  # fpr .3, tpr .8
-    p2 = np.array([[0.2, 0.8]])
-    p1 = (0.2 * 0.3 + 0.8 * 0.8 - 0.3) / (0.8 - 0.3)
+    p2 = np.array([[0.2, 0.8]])  # equal rates from rows of other sizes: no discrepancy
     np.testing.assert_allclose(C.propagated_discrepancy(B2 * [[1], [3]], B2 * [[2], [1]], p2), 0.0, atol=1e-12)
-    np.testing.assert_allclose(p1, 0.8, atol=1e-12)
     # pool a: h predicts class 1 always (rank-1 rates); pool b never predicts class 1: ACC sees nothing to adjust
     # (p @ R_b @ pinv(R_a) = 0), and the estimate is uniform: accuracy 1/3 under R_a
     const = np.array([[0.0, 4.0, 0.0], [0.0, 5.0, 0.0], [0.0, 6.0, 0.0]])

@@ -40,7 +40,8 @@ from scipy.stats import betabinom
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-from .validation import check_fitted, check_fraction, check_int, check_labels, check_seed, check_X
+from .validation import (check_distribution, check_fitted, check_fraction, check_int, check_labels, check_seed,
+                         check_X)
 from .protocols import upp_indices
 from .quantifiers import Quantifier
 from .tables import MEASURES, class_counts, contingency_table, get_measure
@@ -686,7 +687,8 @@ def propagated_discrepancy(counts_a, counts_b, prevalences, measure="accuracy") 
     and count estimate (Forman 2008) that the rates ``R_a`` give from the fractions ``p @ R_b`` of h's predictions
     (``p @ R_b @ pinv(R_a)``, clipped at 0 and renormalised as QuaPy's ACC; uniform where nothing is left).
     ``measure``: a name or a measure of :mod:`capshift.tables`. Returns float (m,); 0 where the pools' rates agree.
-    Raises ValueError for bad tables, a row without items or prevalences of the wrong shape. What
+    Raises ValueError for bad tables, a row without items, or prevalences of the wrong shape or off the simplex
+    (:func:`capshift.validation.check_distribution`; TypeError if not numeric). What
     ``ConformalInterval(propagate=True)`` calibrates on; beyond the papers (issue 31)."""
     A, B = _check_counts(counts_a), _check_counts(counts_b)
     if A.shape != B.shape:
@@ -695,9 +697,9 @@ def propagated_discrepancy(counts_a, counts_b, prevalences, measure="accuracy") 
         raise ValueError("every true class (row) of counts_a and counts_b needs an item: h's rates are undefined "
                          "for a class the pool lacks")
     n = A.shape[0]
-    p = np.asarray(prevalences, dtype=float)
-    if p.ndim != 2 or p.shape[1] != n or not np.all(np.isfinite(p)) or np.any(p < 0):
-        raise ValueError(f"prevalences must be an (m, {n}) array of non-negative fractions, got shape {p.shape}")
+    p = check_distribution(prevalences, "prevalences", n_classes=n)
+    if p.ndim != 2:
+        raise ValueError(f"prevalences must be an (m, {n}) array, one prevalence per row, got shape {p.shape}")
     f = get_measure(measure)
     Ra, Rb = A / A.sum(axis=1, keepdims=True), B / B.sum(axis=1, keepdims=True)
     p_hat = np.clip(p @ Rb @ np.linalg.pinv(Ra), 0.0, None)
