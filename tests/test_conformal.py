@@ -1410,9 +1410,9 @@ def test_propagated_discrepancy_rows_of_other_sizes_and_a_pool_never_predicting_
     A = np.array([[9.0, 1.0], [1.0, 0.0]])  # fpr .1, tpr 0: class 1 seen once, predicted 0
     B = np.array([[30.0, 10.0], [2.0, 3.0]])  # fpr .25, tpr .6
     p = np.array([[0.5, 0.5]])
-    g1 = 0.5 * 0.25 + 0.5 * 0.6
-    p1 = np.clip((g1 - 0.1) / (0.0 - 0.1), 0, None)  # tpr - fpr < 0: the raw estimate is negative, clipped to 0
-    assert p1 == 0  # p_hat = (1, 0): accuracy 0.9 under A's rates, 0.675 under B's at p
+    # fractions of predictions of class 1: g1 = .5 x .25 + .5 x .6 = .425; tpr - fpr < 0 under A's rates: the raw
+    # estimate (g1 - .1) / (0 - .1) is negative, clipped to 0, so p_hat = (1, 0):
+    # accuracy 0.9 under A's rates, 0.675 under B's at p
     np.testing.assert_allclose(C.propagated_discrepancy(A, B, p), [0.9 - 0.675], atol=1e-12)
     # the other way round (the one-item row in pool b): g1 = .05, p1 = (.05 - .25) / .35 < 0, p_hat = (1, 0):
     # accuracy .75 under B's rates, .45 under A's at p
