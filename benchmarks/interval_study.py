@@ -81,9 +81,12 @@ CANDIDATES = {
     # and with the posterior pools (issue 31)
     "default-prop": ("rates", "RATES_INTERVALS"),
     "default-pp-prop": ("rates", "RATES_INTERVALS"),
+    # the default with the method's own response to the halvings (ConformalInterval rate_model="response": the
+    # method fitted on each half, both predicting samples of the second) instead of the measure's (issue 31)
+    "default-resp": ("rates", "RATES_INTERVALS"),
 }
 #: ConformalInterval ``rate_model`` of the constructions that do not use the halvings
-RATE_MODEL = {"default-pp": "posterior", "default-pp-prop": "posterior"}
+RATE_MODEL = {"default-pp": "posterior", "default-pp-prop": "posterior", "default-resp": "response"}
 #: The constructions whose rate discrepancy is propagated through the prevalence estimate
 PROPAGATE = ("default-prop", "default-pp-prop")
 

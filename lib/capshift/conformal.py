@@ -42,7 +42,7 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from .validation import (check_distribution, check_fitted, check_fraction, check_int, check_labels, check_seed,
                          check_X)
-from .protocols import upp_indices
+from .protocols import sample_at, upp_indices
 from .quantifiers import Quantifier
 from .tables import MEASURES, class_counts, contingency_table, get_measure
 
@@ -59,9 +59,11 @@ SCORES = ("absolute", "studentised", "both")
 PRIORS = ("jeffreys", "perks")
 BIN_BY = ("predicted", "prevalence")
 #: How the "rates" scheme draws the discrepancy between V's and the test pool's class-conditional rates of h:
-#: "halvings" (the two halves of random halvings of V, scaled) or "posterior" (:data:`RATE_DRAWS` test pools drawn
-#: from the posterior predictive of h's rates given V's counts). See :class:`ConformalInterval` ``rate_model``.
-RATE_MODELS = ("halvings", "posterior")
+#: "halvings" (the two halves of random halvings of V, scaled), "posterior" (:data:`RATE_DRAWS` test pools drawn
+#: from the posterior predictive of h's rates given V's counts) or "response" (the method's own response to the
+#: halvings: fitted on one half against fitted on the other, on samples of the other). See
+#: :class:`ConformalInterval` ``rate_model``.
+RATE_MODELS = ("halvings", "posterior", "response")
 #: Test pools drawn by ``rate_model="posterior"``
 RATE_DRAWS = 200
 #: ``predict_interval``'s construction for methods whose error on V's own samples is their error elsewhere, once
@@ -166,8 +168,16 @@ class ConformalInterval(BaseEstimator):
         those rates (multinomial); the discrepancy is the measure under V's rates minus under the pool's, with
         no scale (``scale_`` is 1). Its variance, about ``r(1 - r)(1/|V_i| + 1/pool_i)`` per class, is the
         halvings' in expectation, and the prior keeps it above 0 where V shows no error. Drawn once at
-        :meth:`fit` with the ``prior`` set then (``with_options`` does not redraw). Beyond the papers (issue
-        31).
+        :meth:`fit` with the ``prior`` set then (``with_options`` does not redraw). "response": the method's own
+        response to the halvings' pool discrepancy instead of the measure's: for each halving (a, b) the method
+        is fitted on a and on b (``2 * n_splits`` fits at :meth:`fit`), and the i-th calibration sample (of V,
+        prevalence p_i) is paired with halving ``i mod n_splits`` only: a sample of b's items at p_i
+        (:func:`capshift.protocols.sample_at`) is predicted by both, and the score is ``|scale * (method_a -
+        method_b) + predicted - true|``, ``scale`` as for "halvings". The two fits predict the same items, so
+        the difference holds what the method makes of the pools' rates (a quantifier fitted with a's rates
+        reading b's items; calibrated posterior probabilities that follow the items), not the items' noise.
+        ``n_cal`` scores per size and measure (not ``n_splits * n_cal``), at ``2 * n_cal`` more predictions.
+        Beyond the papers (issue 31).
     propagate : bool or "auto"
         How the "rates" scheme turns a rate discrepancy into an error of the measure (other schemes ignore it).
         False (default): ``m(p, R_a) - m(p, R_b)``, the measure at the sample's true prevalence p under the two
@@ -178,7 +188,8 @@ class ConformalInterval(BaseEstimator):
         V's rates, amplified by ``1 / (tpr - fpr)`` for two classes. A classifier close to constant on V (tpr
         near fpr) then gets the wide interval its quantification error needs, which the measure's difference
         alone does not show; a classifier that separates the classes well gets nearly the same one. ACC is a
-        surrogate of the method's quantifier. "auto": True for two classes, False for more (with many classes
+        surrogate of the method's quantifier; with ``rate_model="response"``, which measures the method's own
+        response, ``propagate`` must be False (ValueError). "auto": True for two classes, False for more (with many classes
         the inverse of a half's noisy rates amplifies its noise, and the interval over-covers). Beyond the
         papers (issue 31).
     bins : int
@@ -242,7 +253,8 @@ class ConformalInterval(BaseEstimator):
     correction factor, 1 without it), ``val_counts_`` (h's validation table on V in counts, (n, n)),
     ``fit_counts_`` (the same on each fold's fit part), ``n_fit_`` (mean number of items of the fit parts);
     for the "rates" scheme ``half_counts_`` (h's tables in counts on the two halves of each halving; with
-    ``rate_model="posterior"``, V's table and each drawn pool's) and ``val_data_``
+    ``rate_model="posterior"``, V's table and each drawn pool's), with ``rate_model="response"``
+    ``half_methods_`` (per halving: the method fitted on each half, and the second half's indices into V) and ``val_data_``
     (V's items, labels and h's predictions, from which the calibration samples are drawn).
     """
 
@@ -305,7 +317,7 @@ class ConformalInterval(BaseEstimator):
         _check_prior(self.prior)
         if self.rate_model not in RATE_MODELS:
             raise ValueError(f"rate_model must be one of {RATE_MODELS}, got {self.rate_model!r}")
-        _check_propagate(self.propagate)
+        self._check_response(self.rate_model, _check_propagate(self.propagate))
         everything = np.arange(len(y_val))
         pred = np.asarray(self.estimator.classifier.predict(X_val))
         self.val_counts_ = _counts(y_val, pred, n)
@@ -322,6 +334,10 @@ class ConformalInterval(BaseEstimator):
             _check_parts(halves, y_val, n, ("first half", "second half"))
             self.half_counts_ = [(_counts(y_val[a], pred[a], n), _counts(y_val[b], pred[b], n)) for a, b in halves]
             self.part_sizes_ = (len(halves[0][0]), len(halves[0][1]))
+            if self.rate_model == "response":
+                self.half_methods_ = [(unfitted_copy(self.estimator, seed).fit(X_val[a], y_val[a]),
+                                       unfitted_copy(self.estimator, seed).fit(X_val[b], y_val[b]), b)
+                                      for a, b in halves]
         if self.scheme == "rates":
             self.folds_ = []
             self.fit_counts_ = [self.val_counts_]
@@ -376,6 +392,12 @@ class ConformalInterval(BaseEstimator):
             raise ValueError(f"bin_by must be one of {BIN_BY}, got {bin_by!r}")
 
     @staticmethod
+    def _check_response(rate_model, propagate):
+        if rate_model == "response" and propagate is not False:
+            raise ValueError(f"propagate={propagate!r} propagates h's rates through ACC, a surrogate of the method's "
+                             "response, which rate_model=\"response\" measures itself: use propagate=False")
+
+    @staticmethod
     def _check_score_options(score, floor):
         if score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {score!r}")
@@ -392,6 +414,7 @@ class ConformalInterval(BaseEstimator):
         self._check_bin_by(bin_by)
         other = copy.copy(self)
         other.propagate = _check_propagate(propagate)
+        self._check_response(self.rate_model, other.propagate)
         other.bin_by, other.prior = bin_by, _check_prior(prior)
         other.pool_correction, other.bins = bool(pool_correction), check_int(bins, "bins")
         other.score, other.floor = score, floor if isinstance(floor, str) else bool(floor)
@@ -457,7 +480,9 @@ class ConformalInterval(BaseEstimator):
         sample's sampling noise), paired with every halving j of V: ``rate`` = the measure at the sample's
         prevalence under the first half's rates of h minus under the second half's (the discrepancy of h's
         class-conditional rates between two pools, which the test pool adds to the in-sample error). Arrays of
-        length ``n_splits * n_cal``, halving-major."""
+        length ``n_splits * n_cal``, halving-major; with ``rate_model="response"``, of length ``n_cal``, ``rate``
+        the method's response (fitted on the first half minus on the second) on a sample of the second half of
+        halving ``i mod n_splits`` at the i-th sample's prevalence."""
         f = get_measure(measure)
         seed = check_seed(self.random_state, "random_state")
         X, y, p_v = self.val_data_
@@ -471,8 +496,11 @@ class ConformalInterval(BaseEstimator):
         def at(counts):
             rates = counts / np.clip(counts.sum(axis=1, keepdims=True), 1, None)
             return np.asarray(f(prev[:, :, None] * rates[None]), dtype=float)
-        rate = np.concatenate([at(a) - at(b) for a, b in self.half_counts_])
         k = len(self.half_counts_)
+        if self.rate_model == "response":
+            rate, k = self._response(size, measure, prev), 1
+        else:
+            rate = np.concatenate([at(a) - at(b) for a, b in self.half_counts_])
         gamma = tables.sum(axis=1)
         ref_pred = _fractions(p_v, n)
         ref_prev = self.val_counts_.sum(axis=1) / self.val_counts_.sum()
@@ -481,6 +509,24 @@ class ConformalInterval(BaseEstimator):
         return {"pred": np.tile(pred, k), "true": np.tile(true, k), "rate": rate, "dist": np.tile(dist, k),
                 "prev_dist": np.tile(prev_dist, k), "fold": np.zeros(k * len(idx), dtype=int),
                 "gamma": np.tile(gamma, (k, 1)), "prev": prev}
+
+    def _response(self, size: int, measure, prevalences) -> np.ndarray:
+        """``rate_model="response"``: per calibration sample i (prevalence ``prevalences[i]``), halving j = i mod
+        ``n_splits``, the method fitted on j's first half minus the one fitted on its second half, both
+        predicting one sample of ``size`` items of the second half at that prevalence. Float (n_cal,)."""
+        seed = check_seed(self.random_state, "random_state")
+        X, y = self.val_data_[:2]
+        out = np.empty(len(prevalences))
+        k = len(self.half_methods_)
+        for j, (method_a, method_b, b) in enumerate(self.half_methods_):
+            rows = np.arange(j, len(prevalences), k)
+            if len(rows) == 0:
+                continue
+            X_b, y_b = X[b], y[b]
+            samples = [X_b[sample_at(y_b, prevalences[i], size, (seed + 104729 * (i + 1)) % 2**32)] for i in rows]
+            out[rows] = (np.asarray(method_a.predict_batch(samples, measure), dtype=float)
+                         - np.asarray(method_b.predict_batch(samples, measure), dtype=float))
+        return out
 
     def _residuals(self, size: int, measure, studentised: bool = False) -> np.ndarray:
         """Calibration scores: absolute residuals, pool part scaled by ``scale_`` (see :meth:`_pool_scale`),
