@@ -142,7 +142,7 @@ def test_fit_refuses_what_is_not_a_cap_estimator(echo, estimator, name):
     ({"score": "t"}, ValueError, "score must be one of ('absolute', 'studentised', 'both'), got 't'"),
     ({"floor": "yes"}, TypeError, "floor must be True, False, \"union\" or \"auto\", got 'yes'"),
     ({"bin_by": "shift"}, ValueError, "bin_by must be one of ('predicted', 'prevalence'), got 'shift'"),
-    ({"rate_model": "bayes"}, ValueError, "rate_model must be one of ('halvings', 'posterior'), got 'bayes'"),
+    ({"rate_model": "bayes"}, ValueError, "rate_model must be one of ('halvings', 'posterior', 'response'), got 'bayes'"),
     ({"propagate": 1}, TypeError, "propagate must be True, False or \"auto\", got 1"),
     ({"propagate": "Auto"}, TypeError, "propagate must be True, False or \"auto\", got 'Auto'"),
     ({"scheme": "cv", "n_splits": 3}, ValueError, "n_splits=3 folds need at least 6 items of every class in y_val, "
@@ -193,7 +193,7 @@ def test_default_parameters():
                                "prior": "jeffreys", "max_cal_size": 2000, "random_state": 0,
                                "rate_model": "halvings", "propagate": False}
     assert C.MAX_CAL_SIZE == 2000 and C.FLOOR_DRAWS == 4000 and C.RATE_DRAWS == 200
-    assert C.RATE_MODELS == ("halvings", "posterior")
+    assert C.RATE_MODELS == ("halvings", "posterior", "response")
 
 
 # --------------------------------------------------------------------------------------- fit: the schemes
@@ -1427,3 +1427,91 @@ def test_propagated_discrepancy_rows_of_other_sizes_and_a_pool_never_predicting_
     p3 = np.array([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]])
     expected = 1 / 3 - p3 @ np.array([0.5, 0.0, 0.9])
     np.testing.assert_allclose(C.propagated_discrepancy(const, never, p3), expected, atol=1e-12)
+
+
+# ------------------------------------------------------------ the method's own response as the rate term (issue 31)
+class _Tilt(BaseEstimator):
+    """A CAP method by hand: fitted, it keeps h's accuracy on its part of V; on a sample it predicts that accuracy
+    times the sample's fraction of h's predictions of class 1, so that its response to a halving (a minus b) is
+    (acc_a - acc_b) times that fraction on the very sample it reads."""
+
+    def __init__(self, classifier=None, random_state=0, measure="accuracy"):
+        self.classifier, self.random_state, self.measure = classifier, random_state, measure
+
+    def fit(self, X, y):
+        self.acc_ = float(np.mean(self.classifier.predict(X) == y))
+        self.val_pred_ = self.classifier.predict(X)
+        return self
+
+    def predict_batch(self, samples, measure=None, prevalences=None):
+        return [self.acc_ * float(np.mean(self.classifier.predict(S))) for S in samples]
+
+    def predict_measures(self, X, measures):
+        return {m: self.predict_batch([X])[0] for m in measures}
+
+
+@pytest.mark.parametrize("seed", [5, 2**32 - 1])
+def test_rates_scheme_response_by_hand(echo, seed):
+    h, X, y = echo
+    ci = C.ConformalInterval(_Tilt(h), scheme="rates", rate_model="response", n_splits=3, n_cal=7,
+                             random_state=seed).fit(X, y)
+    assert len(ci.half_methods_) == 3
+    acc = []
+    for j, (ma, mb, b) in enumerate(ci.half_methods_):
+        ia, ib = _halving(y, j, seed)
+        np.testing.assert_array_equal(b, ib)
+        assert ma.acc_ == np.mean(X[ia, 0] == y[ia]) and mb.acc_ == np.mean(X[ib, 0] == y[ib])
+        assert ma.random_state == seed and mb.random_state == seed
+        acc.append((ma.acc_, mb.acc_))
+    assert len({a for a, _ in acc}) > 1  # the halvings differ
+    c = ci._calibration(25, "accuracy")
+    idx = protocols.upp_indices(y, 25, 7, seed=seed, n_classes=2)
+    prev = np.array([contingency_table(y[i], X[i, 0], 2).sum(axis=1) for i in idx])
+    # calibration sample i is paired with halving i mod 3 only: a sample of its second half at prevalence p_i
+    rate = []
+    for i, p in enumerate(prev):
+        ma, mb, b = ci.half_methods_[i % 3]
+        S = X[b][protocols.sample_at(y[b], p, 25, (seed + 104729 * (i + 1)) % 2**32)]
+        assert np.bincount(y[b][protocols.sample_at(y[b], p, 25, (seed + 104729 * (i + 1)) % 2**32)],
+                           minlength=2) @ [0, 1] == round(25 * p[1])
+        rate.append((ma.acc_ - mb.acc_) * S[:, 0].mean())
+    np.testing.assert_allclose(c["rate"], rate, atol=1e-15)
+    # n_cal scores, not n_splits x n_cal: every array of the calibration is of the n_cal samples
+    assert {len(c[k]) for k in ("pred", "true", "rate", "dist", "prev_dist", "fold", "gamma")} == {7}
+    pred = np.array([(66 / 80) * X[i, 0].mean() for i in idx])
+    np.testing.assert_allclose(c["pred"], pred, atol=1e-15)
+    np.testing.assert_allclose(ci._residuals(25, "accuracy"), np.abs(ci.scale_ * np.array(rate) + pred - c["true"]),
+                               atol=1e-15)
+    assert ci.scale_ == pytest.approx(math.sqrt((2 / 80) / (2 / 40)))
+    # the Mondrian bins and the floor run on those n_cal scores
+    b = ci.with_options(False, bins=2, floor="auto", bin_by="prevalence").bounds([X[:25], X[30:70]], [0.5, 0.6],
+                                                                               "accuracy", 0.2)
+    assert b.shape == (2, 2) and np.all(b[:, 0] <= [0.5, 0.6]) and np.all(b[:, 1] >= [0.5, 0.6])
+
+
+def test_rates_scheme_response_seed_and_model_matter(echo):
+    h, X, y = echo
+    kw = dict(scheme="rates", n_splits=3, n_cal=7)
+    one = C.ConformalInterval(_Tilt(h), rate_model="response", random_state=1, **kw).fit(X, y)
+    other = C.ConformalInterval(_Tilt(h), rate_model="response", random_state=2, **kw).fit(X, y)
+    assert not np.array_equal(one._residuals(25, "accuracy"), other._residuals(25, "accuracy"))
+    again = C.ConformalInterval(_Tilt(h), rate_model="response", random_state=1, **kw).fit(X, y)
+    np.testing.assert_array_equal(one._residuals(25, "accuracy"), again._residuals(25, "accuracy"))
+    # the halvings' measure difference on the same V is another term
+    halv = C.ConformalInterval(_Tilt(h), random_state=1, **kw).fit(X, y)
+    assert not hasattr(halv, "half_methods_") and len(halv._residuals(25, "accuracy")) == 21
+
+
+def test_rates_scheme_response_refuses_the_propagation(echo):
+    h, X, y = echo
+    message = (r"^propagate=True propagates h's rates through ACC, a surrogate of the method's response, which "
+               r"rate_model=\"response\" measures itself: use propagate=False$")
+    with pytest.raises(ValueError, match=message):
+        _ci(h, scheme="rates", rate_model="response", propagate=True, n_splits=2, n_cal=3).fit(X, y)
+    with pytest.raises(ValueError, match=r"^propagate='auto' propagates"):
+        _ci(h, scheme="rates", rate_model="response", propagate="auto", n_splits=2, n_cal=3).fit(X, y)
+    ci = _ci(h, scheme="rates", rate_model="response", n_splits=2, n_cal=3).fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        ci.with_options(False, propagate=True)
+    assert ci.with_options(False, propagate=False).propagate is False
+    assert "response" in C.RATE_MODELS
