@@ -129,7 +129,7 @@ def _one_dataset(name: str, args) -> str:
             samples[size] = [s.X_U[i] for i in idx]
             true_tables[size] = np.stack([contingency_table(s.y_U[i], pred_U[i], n) for i in idx])
             shifts[size] = np.abs(true_tables[size].sum(axis=2) - p_val).sum(axis=1)
-        rows, seconds = [], {}
+        rows, seconds, failures = [], {}, {}
         for m in METHODS:
             t1 = time.perf_counter()
             base = registry.make_method(m, h, random_state=args.seed)
@@ -148,13 +148,19 @@ def _one_dataset(name: str, args) -> str:
                     true = np.asarray(get_measure(measure)(true_tables[size]), dtype=float)
                     point = np.asarray(full.predict_batch(samples[size], measure), dtype=float)
                     for cand in args.candidates:
+                        if (m, cand) in failures:
+                            continue
                         scheme, *opts = CANDIDATES[cand]
                         opts = list(_default_options()) if opts == ["RATES_INTERVALS"] else opts
                         if cand in PROPAGATE:  # the default's options with the propagation forced on
                             opts[-1] = True
                         t2 = time.perf_counter()
                         ci = cis[scheme, RATE_MODEL.get(cand, "halvings")]
-                        b = ci.with_options(*opts).bounds(samples[size], point, measure, 0.05)
+                        try:
+                            b = ci.with_options(*opts).bounds(samples[size], point, measure, 0.05)
+                        except ValueError as e:  # e.g. rate_model="response": the method fitted on a half fails
+                            failures[m, cand] = str(e)
+                            continue
                         seconds[m][f"{cand}/{size}/{measure}"] = time.perf_counter() - t2
                         rows.append(pd.DataFrame({
                             "dataset": name, "task": "binary" if n == 2 else "multiclass", "method": m,
@@ -174,6 +180,11 @@ def _one_dataset(name: str, args) -> str:
                           **{f"true_{ms}": np.asarray(get_measure(ms)(true_tables[size]), dtype=float)
                              for ms in MEASURES}}).to_parquet(work / f"{name}_truth_{size}.parquet", index=False)
         (work / f"{name}_seconds{'_' + args.tag if args.tag else ''}.json").write_text(json.dumps(seconds))
+        # a construction that failed for a method on this split has no rows for it at any size: the splits stage
+        # scores a (dataset, method, construction) only with every split done
+        rows = [r for r in rows if (r["method"].iat[0], r["construction"].iat[0]) not in failures]
+        (work / f"{name}_failures{'_' + args.tag if args.tag else ''}.json").write_text(
+            json.dumps([{"method": m, "construction": c, "error": e} for (m, c), e in failures.items()]))
         pd.concat(rows, ignore_index=True).to_parquet(out, index=False)
     return f"{name}: {time.perf_counter() - t0:.0f} s"
 
@@ -310,7 +321,8 @@ def collect_splits(args) -> None:
     # a dataset, and a construction of it, count only with every split done
     done = df.groupby("dataset")["split"].nunique()
     df = df[df["dataset"].isin(done[done == len(seeds)].index)]
-    every = df.groupby(["dataset", "construction"])["split"].transform("nunique") == len(seeds)
+    every = df.groupby(["dataset", "method", "construction"])["split"].transform("nunique") == len(seeds)
+    dropped = sorted(set(map(tuple, df.loc[~every, ["dataset", "method", "construction"]].to_numpy())))
     df = df[every]
     kept = set(df["construction"])  # the commits of the runs whose constructions the record keeps
     commits = {r.get("commit", "not recorded") for r in all_runs if kept & set(r["candidates"])}
@@ -322,7 +334,9 @@ def collect_splits(args) -> None:
         f"offline datasets, LR, {n_samples.pop()} UPP samples of each size {list(sizes.pop())} per split, 95% "
         f"intervals, accuracy and F1, per dataset over the splits (uncertainty.split_scores), measured {date.today()}",
         f"command: {cmd} (after `run --seed s --work W_s` for each seed)",
-        f"commit of the runs {', '.join(sorted(commits))}, of this summary {git_commit()}; machine: {machine()}"],
+        f"commit of the runs {', '.join(sorted(commits))}, of this summary {git_commit()}; machine: {machine()}",
+        "not scored, done on fewer splits (a construction that failed for a method on a split, run stage's "
+        f"<dataset>_failures*.json): {'; '.join(', '.join(d) for d in dropped) if dropped else 'none'}"],
         scores.round(6))
     print(f"wrote {len(scores)} rows ({len(names)} datasets, {len(seeds)} splits) to {args.out_splits}")
 

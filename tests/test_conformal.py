@@ -1515,3 +1515,25 @@ def test_rates_scheme_response_refuses_the_propagation(echo):
         ci.with_options(False, propagate=True)
     assert ci.with_options(False, propagate=False).propagate is False
     assert "response" in C.RATE_MODELS
+
+
+class _FailsOnHalves(_Tilt):
+    """_Tilt whose fits on fewer than 80 items (the halves of the echo problem's V) fail on every sample."""
+
+    def predict_batch(self, samples, measure=None, prevalences=None):
+        if len(self.val_pred_) < 80:
+            raise ValueError("no calibration for this half")
+        return super().predict_batch(samples, measure, prevalences)
+
+
+def test_rates_scheme_response_names_the_halving_a_method_fails_on(echo):
+    h, X, y = echo
+    ci = C.ConformalInterval(_FailsOnHalves(h), scheme="rates", rate_model="response", n_splits=2, n_cal=3).fit(X, y)
+    message = (r"^rate_model=\"response\": the method fitted on a half of halving 0 of V fails on a sample of the "
+               r"second half \(no calibration for this half\); use rate_model=\"halvings\" or a larger V$")
+    with pytest.raises(ValueError, match=message) as info:
+        ci.predict_interval_batch([X[:25]], 0.1, "accuracy")
+    assert str(info.value.__cause__) == "no calibration for this half"
+    # the halvings' term needs no fit on a half
+    ok = C.ConformalInterval(_FailsOnHalves(h), scheme="rates", n_splits=2, n_cal=3).fit(X, y)
+    assert ok.predict_interval_batch([X[:25]], 0.1, "accuracy").shape == (1, 2)

@@ -177,6 +177,8 @@ class ConformalInterval(BaseEstimator):
         the difference holds what the method makes of the pools' rates (a quantifier fitted with a's rates
         reading b's items; calibrated posterior probabilities that follow the items), not the items' noise.
         ``n_cal`` scores per size and measure (not ``n_splits * n_cal``), at ``2 * n_cal`` more predictions.
+        A method fitted on half of V can fail where the one fitted on V does not (SLD-CBPE's BCTS calibration
+        on a half that h separates): ValueError naming the halving, at the first interval of a size and measure.
         Beyond the papers (issue 31).
     propagate : bool or "auto"
         How the "rates" scheme turns a rate discrepancy into an error of the measure (other schemes ignore it).
@@ -524,8 +526,13 @@ class ConformalInterval(BaseEstimator):
                 continue
             X_b, y_b = X[b], y[b]
             samples = [X_b[sample_at(y_b, prevalences[i], size, (seed + 104729 * (i + 1)) % 2**32)] for i in rows]
-            out[rows] = (np.asarray(method_a.predict_batch(samples, measure), dtype=float)
-                         - np.asarray(method_b.predict_batch(samples, measure), dtype=float))
+            try:
+                out[rows] = (np.asarray(method_a.predict_batch(samples, measure), dtype=float)
+                             - np.asarray(method_b.predict_batch(samples, measure), dtype=float))
+            except ValueError as e:  # a method fitted on half of V can fail where the one fitted on V does not
+                raise ValueError(f"rate_model=\"response\": the method fitted on a half of halving {j} of V fails "
+                                 f"on a sample of the second half ({e}); use rate_model=\"halvings\" or a larger V"
+                                 ) from e
         return out
 
     def _residuals(self, size: int, measure, studentised: bool = False) -> np.ndarray:
