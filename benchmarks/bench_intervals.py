@@ -9,7 +9,9 @@ nothing to the intervals of ``--n-samples`` UPP test samples of ``--size`` items
 halvings of V and the calibration samples for the old Monte Carlo construction; the calibration samples of V and
 the halvings' rate discrepancies for the rates ones) and the intervals themselves. The rates constructions: the
 default (its floor "auto" with Perks' prior: the union for two classes) and the one before it (the reach floor,
-Jeffreys' prior), which differ only in the floor. Prints the times, per sample (the calibration spread over the
+Jeffreys' prior), which differ only in the floor; and the default with the method's own response to the halvings
+as its rate term (``rate_model="response"``: 20 fits of the method on halves of V, 1,000 more predictions per size
+and measure; issue 31's candidate ``default-resp``). Prints the times, per sample (the calibration spread over the
 samples) and their ratios to the default's; the calibration is paid once per sample size and
 measure, so the per-sample cost falls as more samples are asked about. Wall times on this machine, one run each.
 """
@@ -55,10 +57,12 @@ def main() -> int:
         t_new = timed(m, h, split, samples, new)
         t_prev = timed(m, h, split, samples, PREVIOUS)
         t_old = timed(m, h, split, samples, OLD)
+        t_resp = timed(m, h, split, samples, {**new, "rate_model": "response"})
         print(f"{m}: default {t_new:.2f} s ({1e3 * t_new / len(samples):.0f} ms per sample); previous rates "
               f"{t_prev:.2f} s ({1e3 * t_prev / len(samples):.0f} ms), default / previous = {t_new / t_prev:.2f}; "
               f"Monte Carlo {t_old:.2f} s ({1e3 * t_old / len(samples):.0f} ms), default / Monte Carlo = "
-              f"{t_new / t_old:.2f}")
+              f"{t_new / t_old:.2f}; with the method's response {t_resp:.2f} s ({1e3 * t_resp / len(samples):.0f} "
+              f"ms), response / default = {t_resp / t_new:.2f}")
     return 0
 
 

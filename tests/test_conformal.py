@@ -142,7 +142,8 @@ def test_fit_refuses_what_is_not_a_cap_estimator(echo, estimator, name):
     ({"score": "t"}, ValueError, "score must be one of ('absolute', 'studentised', 'both'), got 't'"),
     ({"floor": "yes"}, TypeError, "floor must be True, False, \"union\" or \"auto\", got 'yes'"),
     ({"bin_by": "shift"}, ValueError, "bin_by must be one of ('predicted', 'prevalence'), got 'shift'"),
-    ({"rate_model": "bayes"}, ValueError, "rate_model must be one of ('halvings', 'posterior', 'response'), got 'bayes'"),
+    ({"rate_model": "bayes"}, ValueError,
+     "rate_model must be one of ('halvings', 'posterior', 'response'), got 'bayes'"),
     ({"propagate": 1}, TypeError, "propagate must be True, False or \"auto\", got 1"),
     ({"propagate": "Auto"}, TypeError, "propagate must be True, False or \"auto\", got 'Auto'"),
     ({"scheme": "cv", "n_splits": 3}, ValueError, "n_splits=3 folds need at least 6 items of every class in y_val, "

@@ -191,9 +191,9 @@ class ConformalInterval(BaseEstimator):
         near fpr) then gets the wide interval its quantification error needs, which the measure's difference
         alone does not show; a classifier that separates the classes well gets nearly the same one. ACC is a
         surrogate of the method's quantifier; with ``rate_model="response"``, which measures the method's own
-        response, ``propagate`` must be False (ValueError). "auto": True for two classes, False for more (with many classes
-        the inverse of a half's noisy rates amplifies its noise, and the interval over-covers). Beyond the
-        papers (issue 31).
+        response, ``propagate`` must be False (ValueError). "auto": True for two classes, False for more (with
+        many classes the inverse of a half's noisy rates amplifies its noise, and the interval over-covers).
+        Beyond the papers (issue 31).
     bins : int
         1 (default): one quantile for all samples of a size. More: Mondrian conformal prediction, the
         calibration samples binned (equal counts) by the L1 distance between their fractions of h's
@@ -256,8 +256,8 @@ class ConformalInterval(BaseEstimator):
     ``fit_counts_`` (the same on each fold's fit part), ``n_fit_`` (mean number of items of the fit parts);
     for the "rates" scheme ``half_counts_`` (h's tables in counts on the two halves of each halving; with
     ``rate_model="posterior"``, V's table and each drawn pool's), with ``rate_model="response"``
-    ``half_methods_`` (per halving: the method fitted on each half, and the second half's indices into V) and ``val_data_``
-    (V's items, labels and h's predictions, from which the calibration samples are drawn).
+    ``half_methods_`` (per halving: the method fitted on each half, and the second half's indices into V) and
+    ``val_data_`` (V's items, labels and h's predictions, from which the calibration samples are drawn).
     """
 
     def __init__(self, estimator, cal_fraction: float = 0.5, n_cal: int = 500, refit: bool = False,
