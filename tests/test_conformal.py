@@ -1433,8 +1433,8 @@ def test_propagated_discrepancy_rows_of_other_sizes_and_a_pool_never_predicting_
 # ------------------------------------------------------------ the method's own response as the rate term (issue 31)
 class _Tilt(BaseEstimator):
     """A CAP method by hand: fitted, it keeps h's accuracy on its part of V; on a sample it predicts that accuracy
-    times the sample's fraction of h's predictions of class 1, so that its response to a halving (a minus b) is
-    (acc_a - acc_b) times that fraction on the very sample it reads."""
+    times the sample's fraction of h's predictions of class 1 (half of it for F1), so that its response to a
+    halving (a minus b) is (acc_a - acc_b) times that fraction on the very sample it reads."""
 
     def __init__(self, classifier=None, random_state=0, measure="accuracy"):
         self.classifier, self.random_state, self.measure = classifier, random_state, measure
@@ -1445,10 +1445,11 @@ class _Tilt(BaseEstimator):
         return self
 
     def predict_batch(self, samples, measure=None, prevalences=None):
-        return [self.acc_ * float(np.mean(self.classifier.predict(S))) for S in samples]
+        weight = {"accuracy": 1.0, "f1": 0.5}[measure]  # the measure must be passed on
+        return [weight * self.acc_ * float(np.mean(self.classifier.predict(S))) for S in samples]
 
     def predict_measures(self, X, measures):
-        return {m: self.predict_batch([X])[0] for m in measures}
+        return {m: self.predict_batch([X], m)[0] for m in measures}
 
 
 @pytest.mark.parametrize("seed", [5, 2**32 - 1])
@@ -1477,6 +1478,7 @@ def test_rates_scheme_response_by_hand(echo, seed):
                            minlength=2) @ [0, 1] == round(25 * p[1])
         rate.append((ma.acc_ - mb.acc_) * S[:, 0].mean())
     np.testing.assert_allclose(c["rate"], rate, atol=1e-15)
+    np.testing.assert_allclose(ci._calibration(25, "f1")["rate"], 0.5 * np.array(rate), atol=1e-15)
     # n_cal scores, not n_splits x n_cal: every array of the calibration is of the n_cal samples
     assert {len(c[k]) for k in ("pred", "true", "rate", "dist", "prev_dist", "fold", "gamma")} == {7}
     pred = np.array([(66 / 80) * X[i, 0].mean() for i in idx])
@@ -1488,6 +1490,20 @@ def test_rates_scheme_response_by_hand(echo, seed):
     b = ci.with_options(False, bins=2, floor="auto", bin_by="prevalence").bounds([X[:25], X[30:70]], [0.5, 0.6],
                                                                                "accuracy", 0.2)
     assert b.shape == (2, 2) and np.all(b[:, 0] <= [0.5, 0.6]) and np.all(b[:, 1] >= [0.5, 0.6])
+
+
+def test_rates_scheme_response_with_fewer_calibration_samples_than_halvings(echo):
+    h, X, y = echo
+    ci = C.ConformalInterval(_Tilt(h), scheme="rates", rate_model="response", n_splits=3, n_cal=2,
+                             random_state=4).fit(X, y)
+    c = ci._calibration(25, "accuracy")
+    idx = protocols.upp_indices(y, 25, 2, seed=4, n_classes=2)
+    rate = []
+    for i, j in enumerate(idx):  # samples 0 and 1 on halvings 0 and 1; halving 2 has none
+        ma, mb, b = ci.half_methods_[i]
+        p = contingency_table(y[j], X[j, 0], 2).sum(axis=1)
+        rate.append((ma.acc_ - mb.acc_) * X[b][protocols.sample_at(y[b], p, 25, 4 + 104729 * (i + 1)), 0].mean())
+    np.testing.assert_allclose(c["rate"], rate, atol=1e-15)
 
 
 def test_rates_scheme_response_seed_and_model_matter(echo):

@@ -500,7 +500,7 @@ class ConformalInterval(BaseEstimator):
             return np.asarray(f(prev[:, :, None] * rates[None]), dtype=float)
         k = len(self.half_counts_)
         if self.rate_model == "response":
-            rate, k = self._response(size, measure, prev), 1
+            rate, k = self._response(size, measure, prev, seed), 1
         else:
             rate = np.concatenate([at(a) - at(b) for a, b in self.half_counts_])
         gamma = tables.sum(axis=1)
@@ -512,23 +512,22 @@ class ConformalInterval(BaseEstimator):
                 "prev_dist": np.tile(prev_dist, k), "fold": np.zeros(k * len(idx), dtype=int),
                 "gamma": np.tile(gamma, (k, 1)), "prev": prev}
 
-    def _response(self, size: int, measure, prevalences) -> np.ndarray:
+    def _response(self, size: int, measure, prevalences, seed: int) -> np.ndarray:
         """``rate_model="response"``: per calibration sample i (prevalence ``prevalences[i]``), halving j = i mod
         ``n_splits``, the method fitted on j's first half minus the one fitted on its second half, both
-        predicting one sample of ``size`` items of the second half at that prevalence. Float (n_cal,)."""
-        seed = check_seed(self.random_state, "random_state")
+        predicting one sample of ``size`` items of the second half at that prevalence (drawn with the seed
+        ``seed + 104729 (i + 1)``). Float (n_cal,)."""
         X, y = self.val_data_[:2]
         out = np.empty(len(prevalences))
         k = len(self.half_methods_)
-        for j, (method_a, method_b, b) in enumerate(self.half_methods_):
+        # with fewer calibration samples than halvings, the last halvings have none
+        for j, (method_a, method_b, b) in enumerate(self.half_methods_[:len(prevalences)]):
             rows = np.arange(j, len(prevalences), k)
-            if len(rows) == 0:
-                continue
             X_b, y_b = X[b], y[b]
             samples = [X_b[sample_at(y_b, prevalences[i], size, (seed + 104729 * (i + 1)) % 2**32)] for i in rows]
-            try:
-                out[rows] = (np.asarray(method_a.predict_batch(samples, measure), dtype=float)
-                             - np.asarray(method_b.predict_batch(samples, measure), dtype=float))
+            try:  # out is float: the methods' values are cast on assignment
+                out[rows] = np.subtract(method_a.predict_batch(samples, measure),
+                                        method_b.predict_batch(samples, measure))
             except ValueError as e:  # a method fitted on half of V can fail where the one fitted on V does not
                 raise ValueError(f"rate_model=\"response\": the method fitted on a half of halving {j} of V fails "
                                  f"on a sample of the second half ({e}); use rate_model=\"halvings\" or a larger V"
