@@ -84,11 +84,16 @@ CANDIDATES = {
     # the default with the method's own response to the halvings (ConformalInterval rate_model="response": the
     # method fitted on each half, both predicting samples of the second) instead of the measure's (issue 31)
     "default-resp": ("rates", "RATES_INTERVALS"),
+    # the propagation with the floor's reach only (floor=True), not the union that the default's "auto" takes for
+    # two classes: the propagation widens the near-constant classifiers' intervals itself (issue 31)
+    "default-prop-reach": ("rates", "RATES_INTERVALS"),
 }
 #: ConformalInterval ``rate_model`` of the constructions that do not use the halvings
 RATE_MODEL = {"default-pp": "posterior", "default-pp-prop": "posterior", "default-resp": "response"}
 #: The constructions whose rate discrepancy is propagated through the prevalence estimate
-PROPAGATE = ("default-prop", "default-pp-prop")
+PROPAGATE = ("default-prop", "default-pp-prop", "default-prop-reach")
+#: The constructions whose floor is the reach (floor=True) whatever the default's
+REACH = ("default-prop-reach",)
 
 
 def _default_options():
@@ -154,6 +159,8 @@ def _one_dataset(name: str, args) -> str:
                         opts = list(_default_options()) if opts == ["RATES_INTERVALS"] else opts
                         if cand in PROPAGATE:  # the default's options with the propagation forced on
                             opts[-1] = True
+                        if cand in REACH:  # with_options' fourth option is the floor
+                            opts[3] = True
                         t2 = time.perf_counter()
                         ci = cis[scheme, RATE_MODEL.get(cand, "halvings")]
                         try:
