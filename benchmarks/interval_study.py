@@ -330,7 +330,12 @@ def collect_splits(args) -> None:
     df = df[df["dataset"].isin(done[done == len(seeds)].index)]
     every = df.groupby(["dataset", "method", "construction"])["split"].transform("nunique") == len(seeds)
     dropped = sorted(set(map(tuple, df.loc[~every, ["dataset", "method", "construction"]].to_numpy())))
+    pairs = df.groupby("construction")[["dataset", "method"]].apply(lambda g: len(g.drop_duplicates()))
     df = df[every]
+    words = []  # per construction: every (dataset, method) pair, or the pairs
+    for c in dict.fromkeys(d[2] for d in dropped):
+        mine = [f"{d} {m}" for d, m, k in dropped if k == c]
+        words.append(f"{c}: " + ("all" if len(mine) == pairs[c] else ", ".join(mine)))
     kept = set(df["construction"])  # the commits of the runs whose constructions the record keeps
     commits = {r.get("commit", "not recorded") for r in all_runs if kept & set(r["candidates"])}
     names = list(dict.fromkeys(df["dataset"]))
@@ -342,8 +347,8 @@ def collect_splits(args) -> None:
         f"intervals, accuracy and F1, per dataset over the splits (uncertainty.split_scores), measured {date.today()}",
         f"command: {cmd} (after `run --seed s --work W_s` for each seed)",
         f"commit of the runs {', '.join(sorted(commits))}, of this summary {git_commit()}; machine: {machine()}",
-        "not scored, done on fewer splits (a construction that failed for a method on a split, run stage's "
-        f"<dataset>_failures*.json): {'; '.join(', '.join(d) for d in dropped) if dropped else 'none'}"],
+        "not scored, done on fewer than all the splits (not run on some, or failed there for the method: the run "
+        f"stage's <dataset>_failures*.json): {'; '.join(words) if words else 'none'}"],
         scores.round(6))
     print(f"wrote {len(scores)} rows ({len(names)} datasets, {len(seeds)} splits) to {args.out_splits}")
 
