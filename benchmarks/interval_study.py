@@ -169,11 +169,14 @@ def _one_dataset(name: str, args) -> str:
                             failures[m, cand] = str(e)
                             continue
                         seconds[m][f"{cand}/{size}/{measure}"] = time.perf_counter() - t2
+                        # rate_model="response": calibration samples on which a half's fit failed and that fell
+                        # back to the halvings' term (0 for the other rate models)
+                        fell = getattr(ci, "response_fallbacks_", {}).get((size, measure), 0)
                         rows.append(pd.DataFrame({
                             "dataset": name, "task": "binary" if n == 2 else "multiclass", "method": m,
                             "construction": cand, "size": size, "measure": measure,
                             "sample": np.arange(len(point)), "true": true, "predicted": point,
-                            "lower": b[:, 0], "upper": b[:, 1], "shift": shifts[size]}))
+                            "lower": b[:, 0], "upper": b[:, 1], "shift": shifts[size], "fallbacks": fell}))
         cls = [f"p{c}" for c in range(n)]
         ref = pd.DataFrame(h.predict_proba(s.X_V), columns=cls)
         ref["y_pred"], ref["y_true"] = h.predict(s.X_V), s.y_V
@@ -340,6 +343,12 @@ def collect_splits(args) -> None:
     commits = {r.get("commit", "not recorded") for r in all_runs if kept & set(r["candidates"])}
     names = list(dict.fromkeys(df["dataset"]))
     scores = split_scores(df, 0.05, ["task", "method", "size", "measure"])
+    # calibration samples (of n_cal per split) whose response term fell back to the halvings' term, summed over the
+    # splits; runs made before the fallback have no column and had none (a failing half aborted the construction)
+    keys = ["dataset", "task", "method", "size", "measure", "construction"]
+    fell = df.assign(fallbacks=df.get("fallbacks", 0)).fillna({"fallbacks": 0}).groupby(keys + ["split"])[
+        "fallbacks"].first().groupby(keys).sum().astype(int).rename("fallbacks")
+    scores = scores.merge(fell.reset_index(), on=keys, how="left", validate="one_to_one")
     cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])
     write_recording(args.out_splits, [
         f"capshift: interval constructions over {len(seeds)} L/V/U splits (seeds {sorted(seeds)}) of {len(names)} "

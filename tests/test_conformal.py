@@ -1535,22 +1535,55 @@ def test_rates_scheme_response_refuses_the_propagation(echo):
 
 
 class _FailsOnHalves(_Tilt):
-    """_Tilt whose fits on fewer than 80 items (the halves of the echo problem's V) fail on every sample."""
+    """_Tilt whose fits on fewer than 80 items (the halves of the echo problem's V) fail on any batch holding a
+    sample where h predicts class 1 for more than half of the items."""
 
     def predict_batch(self, samples, measure=None, prevalences=None):
-        if len(self.val_pred_) < 80:
+        if len(self.val_pred_) < 80 and any(np.mean(self.classifier.predict(S)) > 0.5 for S in samples):
             raise ValueError("no calibration for this half")
         return super().predict_batch(samples, measure, prevalences)
 
 
-def test_rates_scheme_response_names_the_halving_a_method_fails_on(echo):
+@pytest.mark.parametrize("measure", ["accuracy", "f1"])
+def test_rates_scheme_response_falls_back_to_the_halvings_term_on_the_samples_a_half_fails_on(echo, measure):
     h, X, y = echo
-    ci = C.ConformalInterval(_FailsOnHalves(h), scheme="rates", rate_model="response", n_splits=2, n_cal=3).fit(X, y)
-    message = (r"^rate_model=\"response\": the method fitted on a half of halving 0 of V fails on a sample of the "
-               r"second half \(no calibration for this half\); use rate_model=\"halvings\" or a larger V$")
-    with pytest.raises(ValueError, match=message) as info:
-        ci.predict_interval_batch([X[:25]], 0.1, "accuracy")
-    assert str(info.value.__cause__) == "no calibration for this half"
+    ci = C.ConformalInterval(_FailsOnHalves(h), scheme="rates", rate_model="response", n_splits=2, n_cal=9,
+                             random_state=3).fit(X, y)
+    c = ci._calibration(25, measure)
+    idx = protocols.upp_indices(y, 25, 9, seed=3, n_classes=2)
+    weight = {"accuracy": 1.0, "f1": 0.5}[measure]
+    rate, fell = [], 0
+    for i, j in enumerate(idx):
+        p = np.bincount(y[j], minlength=2) / 25
+        ia, ib = _halving(y, i % 2, 3)
+        ma, mb, b = ci.half_methods_[i % 2]
+        S = X[b][protocols.sample_at(y[b], p, 25, 3 + 104729 * (i + 1))]
+        if S[:, 0].mean() <= 0.5:  # both halves' fits predict this sample: the response
+            rate.append(weight * (ma.acc_ - mb.acc_) * S[:, 0].mean())
+            continue
+        fell += 1
+        # the halvings' term at p: the table p_c * (rate of predicting k among class c) under a's rates minus b's
+        terms = []
+        for part in (ia, ib):
+            r1 = [np.mean(X[part][y[part] == k, 0] == 1) for k in (0, 1)]  # each class's rate of predictions of 1
+            t = np.array([[p[0] * (1 - r1[0]), p[0] * r1[0]], [p[1] * (1 - r1[1]), p[1] * r1[1]]])
+            f1 = 2 * t[1, 1] / (2 * t[1, 1] + t[0, 1] + t[1, 0])
+            terms.append(t[0, 0] + t[1, 1] if measure == "accuracy" else f1)
+        rate.append(terms[0] - terms[1])
+    assert 0 < fell < 9  # some samples fall back, not all: the response is kept where the fits predict
+    np.testing.assert_allclose(c["rate"], rate, atol=1e-15)
+    assert ci.response_fallbacks_ == {(25, measure): fell}
+    lo, hi = ci.predict_interval_batch([X[:25]], 0.1, measure)[0]
+    assert lo < hi
     # the halvings' term needs no fit on a half
     ok = C.ConformalInterval(_FailsOnHalves(h), scheme="rates", n_splits=2, n_cal=3).fit(X, y)
     assert ok.predict_interval_batch([X[:25]], 0.1, "accuracy").shape == (1, 2)
+    assert not hasattr(ok, "response_fallbacks_")
+
+
+def test_rates_scheme_response_counts_no_fallback_where_every_half_predicts(echo):
+    h, X, y = echo
+    ci = C.ConformalInterval(_Tilt(h), scheme="rates", rate_model="response", n_splits=2, n_cal=5).fit(X, y)
+    assert ci.response_fallbacks_ == {}
+    ci._calibration(25, "accuracy"), ci._calibration(40, "f1")
+    assert ci.response_fallbacks_ == {(25, "accuracy"): 0, (40, "f1"): 0}

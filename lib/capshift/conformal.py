@@ -178,8 +178,9 @@ class ConformalInterval(BaseEstimator):
         reading b's items; calibrated posterior probabilities that follow the items), not the items' noise.
         ``n_cal`` scores per size and measure (not ``n_splits * n_cal``), at ``2 * n_cal`` more predictions.
         A method fitted on half of V can fail where the one fitted on V does not (SLD-CBPE's BCTS calibration
-        on a half that h separates): ValueError naming the halving, at the first interval of a size and measure.
-        Beyond the papers (issue 31).
+        overflows on a half that h separates): a sample on which either fit raises ValueError falls back to that
+        halving's "halvings" term at its prevalence, counted in ``response_fallbacks_``. Beyond the papers
+        (issue 31).
     propagate : bool or "auto"
         How the "rates" scheme turns a rate discrepancy into an error of the measure (other schemes ignore it).
         False (default): ``m(p, R_a) - m(p, R_b)``, the measure at the sample's true prevalence p under the two
@@ -256,7 +257,9 @@ class ConformalInterval(BaseEstimator):
     ``fit_counts_`` (the same on each fold's fit part), ``n_fit_`` (mean number of items of the fit parts);
     for the "rates" scheme ``half_counts_`` (h's tables in counts on the two halves of each halving; with
     ``rate_model="posterior"``, V's table and each drawn pool's), with ``rate_model="response"``
-    ``half_methods_`` (per halving: the method fitted on each half, and the second half's indices into V) and
+    ``half_methods_`` (per halving: the method fitted on each half, and the second half's indices into V),
+    ``response_fallbacks_`` (dict ``(size, measure) ->`` how many calibration samples fell back to the halvings'
+    term) and
     ``val_data_`` (V's items, labels and h's predictions, from which the calibration samples are drawn).
     """
 
@@ -340,6 +343,7 @@ class ConformalInterval(BaseEstimator):
                 self.half_methods_ = [(unfitted_copy(self.estimator, seed).fit(X_val[a], y_val[a]),
                                        unfitted_copy(self.estimator, seed).fit(X_val[b], y_val[b]), b)
                                       for a, b in halves]
+                self.response_fallbacks_ = {}
         if self.scheme == "rates":
             self.folds_ = []
             self.fit_counts_ = [self.val_counts_]
@@ -495,14 +499,11 @@ class ConformalInterval(BaseEstimator):
         pred = np.asarray(self.estimator_.predict_batch([X[i] for i in idx], measure, prevalences=prev), dtype=float)
         true = np.asarray(f(tables), dtype=float)
 
-        def at(counts):
-            rates = counts / np.clip(counts.sum(axis=1, keepdims=True), 1, None)
-            return np.asarray(f(prev[:, :, None] * rates[None]), dtype=float)
         k = len(self.half_counts_)
         if self.rate_model == "response":
             rate, k = self._response(size, measure, prev, seed), 1
         else:
-            rate = np.concatenate([at(a) - at(b) for a, b in self.half_counts_])
+            rate = np.concatenate([_measure_at(f, prev, a) - _measure_at(f, prev, b) for a, b in self.half_counts_])
         gamma = tables.sum(axis=1)
         ref_pred = _fractions(p_v, n)
         ref_prev = self.val_counts_.sum(axis=1) / self.val_counts_.sum()
@@ -516,10 +517,16 @@ class ConformalInterval(BaseEstimator):
         """``rate_model="response"``: per calibration sample i (prevalence ``prevalences[i]``), halving j = i mod
         ``n_splits``, the method fitted on j's first half minus the one fitted on its second half, both
         predicting one sample of ``size`` items of the second half at that prevalence (drawn with the seed
-        ``seed + 104729 (i + 1)``). Float (n_cal,)."""
+        ``seed + 104729 (i + 1)``). Float (n_cal,).
+
+        Fallback: where a method fitted on a half raises ValueError on a sample (SLD-CBPE's BCTS map overflows on
+        a half that h separates), that sample's term is halving j's measure difference at its prevalence, the
+        ``"halvings"`` term; ``response_fallbacks_[(size, measure)]`` counts those samples."""
         X, y = self.val_data_[:2]
+        f = get_measure(measure)
         out = np.empty(len(prevalences))
         k = len(self.half_methods_)
+        fallbacks = 0
         # with fewer calibration samples than halvings, the last halvings have none
         for j, (method_a, method_b, b) in enumerate(self.half_methods_[:len(prevalences)]):
             rows = np.arange(j, len(prevalences), k)
@@ -528,10 +535,18 @@ class ConformalInterval(BaseEstimator):
             try:  # out is float: the methods' values are cast on assignment
                 out[rows] = np.subtract(method_a.predict_batch(samples, measure),
                                         method_b.predict_batch(samples, measure))
-            except ValueError as e:  # a method fitted on half of V can fail where the one fitted on V does not
-                raise ValueError(f"rate_model=\"response\": the method fitted on a half of halving {j} of V fails "
-                                 f"on a sample of the second half ({e}); use rate_model=\"halvings\" or a larger V"
-                                 ) from e
+                continue
+            except ValueError:  # a method fitted on half of V can fail where the one fitted on V does not
+                pass
+            counts_a, counts_b = self.half_counts_[j]
+            for i, sample in zip(rows, samples):  # only the samples it fails on fall back
+                try:
+                    out[i] = method_a.predict_batch([sample], measure)[0] - method_b.predict_batch([sample], measure)[0]
+                except ValueError:
+                    p = prevalences[i:i + 1]
+                    out[i] = (_measure_at(f, p, counts_a) - _measure_at(f, p, counts_b))[0]
+                    fallbacks += 1
+        self.response_fallbacks_[(size, _measure_key(measure))] = fallbacks
         return out
 
     def _residuals(self, size: int, measure, studentised: bool = False) -> np.ndarray:
@@ -701,6 +716,14 @@ def _check_parts(parts, y, n: int, names) -> None:
 
 def _fractions(pred, n: int) -> np.ndarray:
     return np.bincount(np.asarray(pred, dtype=int), minlength=n) / len(pred)
+
+
+def _measure_at(f, prevalences, counts) -> np.ndarray:
+    """The measure ``f`` of tables whose rows are the class-conditional rates of ``counts`` (n, n) mixed by each
+    of ``prevalences`` (m, n): the expected value at those prevalences of a pool with h's rates ``counts``.
+    Float (m,)."""
+    rates = counts / np.clip(counts.sum(axis=1, keepdims=True), 1, None)
+    return np.asarray(f(prevalences[:, :, None] * rates[None]), dtype=float)
 
 
 def _counts(y, pred, n: int) -> np.ndarray:
