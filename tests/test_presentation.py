@@ -29,6 +29,10 @@ from capshift import presentation as pr
     (None, {}, "—"), (float("nan"), {}, "—"), (pd.NA, {}, "—"),
     (math.inf, {}, "∞"), (-math.inf, {}, "−∞"),
     (0.5, {"decimals": 0}, "0"), (1.5, {"decimals": 0}, "2"),
+    (1120000, {"decimals": 0, "thousands": True}, "1,120,000"),   # counts in prose
+    (-1234.5678, {"decimals": 1, "thousands": True, "sign": True}, "−1,234.6"),
+    (0.03, {"thousands": True, "leading_zero": False}, ".030"),
+    (999, {"decimals": 0, "thousands": True}, "999"),
 ])
 def test_number(x, kw, shown):
     assert pr.number(x, **kw) == shown

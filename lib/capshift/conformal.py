@@ -535,17 +535,16 @@ class ConformalInterval(BaseEstimator):
             try:  # out is float: the methods' values are cast on assignment
                 out[rows] = np.subtract(method_a.predict_batch(samples, measure),
                                         method_b.predict_batch(samples, measure))
-                continue
-            except ValueError:  # a method fitted on half of V can fail where the one fitted on V does not
-                pass
-            counts_a, counts_b = self.half_counts_[j]
-            for i, sample in zip(rows, samples):  # only the samples it fails on fall back
-                try:
-                    out[i] = method_a.predict_batch([sample], measure)[0] - method_b.predict_batch([sample], measure)[0]
-                except ValueError:
-                    p = prevalences[i:i + 1]
-                    out[i] = (_measure_at(f, p, counts_a) - _measure_at(f, p, counts_b))[0]
-                    fallbacks += 1
+            except ValueError:  # a method fitted on half of V can fail where the one fitted on V does not:
+                counts_a, counts_b = self.half_counts_[j]  # sample by sample, the failing ones fall back
+                for i, sample in zip(rows, samples):
+                    try:
+                        out[i] = (method_a.predict_batch([sample], measure)[0]
+                                  - method_b.predict_batch([sample], measure)[0])
+                    except ValueError:
+                        p = prevalences[i:i + 1]
+                        out[i] = (_measure_at(f, p, counts_a) - _measure_at(f, p, counts_b))[0]
+                        fallbacks += 1
         self.response_fallbacks_[(size, _measure_key(measure))] = fallbacks
         return out
 

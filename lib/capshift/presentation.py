@@ -59,7 +59,7 @@ def superscript(n: int) -> str:
 
 
 def number(x, decimals: int = 3, *, leading_zero: bool = True, sign: bool = False, percent: bool = False,
-           missing: str = MISSING) -> str:
+           missing: str = MISSING, thousands: bool = False) -> str:
     """A number with exactly ``decimals`` decimals, trailing zeros kept: ``number(0.03) == "0.030"``.
 
     Parameters
@@ -70,6 +70,7 @@ def number(x, decimals: int = 3, *, leading_zero: bool = True, sign: bool = Fals
     sign : bool. Write ``+`` before positive values (differences).
     percent : bool. Show ``100 x`` followed by ``%``.
     missing : str shown for a missing value.
+    thousands : bool. Group the integer part by thousands with commas, as prose writes counts: ``1,000``.
 
     A non-zero value that rounds to zero is written ``<.001`` (``<0.001``) rather than a misleading 0; an exact
     zero stays ``0.000``. Infinite values are written ``∞`` / ``−∞``. Raises TypeError for a non-number.
@@ -89,7 +90,7 @@ def number(x, decimals: int = 3, *, leading_zero: bool = True, sign: bool = Fals
         if not leading_zero and floor.startswith("0."):
             floor = floor[1:]
         return f"{'−' if v < 0 else ''}<{floor}{suffix}"
-    txt = f"{v:{'+' if sign else ''}.{decimals}f}"
+    txt = f"{v:{'+' if sign else ''}{',' if thousands else ''}.{decimals}f}"
     if v == 0:  # -0.0 or a signed zero: no sign on a zero
         txt = txt.lstrip("+-")
     if not leading_zero:
