@@ -537,13 +537,13 @@ class ConformalInterval(BaseEstimator):
                                         method_b.predict_batch(samples, measure))
             except ValueError:  # a method fitted on half of V can fail where the one fitted on V does not:
                 counts_a, counts_b = self.half_counts_[j]  # sample by sample, the failing ones fall back
-                for i, sample in zip(rows, samples):
+                halving = _measure_at(f, prevalences[rows], counts_a) - _measure_at(f, prevalences[rows], counts_b)
+                for i, sample, term in zip(rows, samples, halving):
                     try:
                         out[i] = (method_a.predict_batch([sample], measure)[0]
                                   - method_b.predict_batch([sample], measure)[0])
                     except ValueError:
-                        p = prevalences[i:i + 1]
-                        out[i] = (_measure_at(f, p, counts_a) - _measure_at(f, p, counts_b))[0]
+                        out[i] = term
                         fallbacks += 1
         self.response_fallbacks_[(size, _measure_key(measure))] = fallbacks
         return out
@@ -869,7 +869,7 @@ def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random
     size = check_int(size, "size")
     counts = class_counts(np.clip(p, 0, None) / np.clip(p, 0, None).sum(), size)
     rows = V.sum(axis=1, keepdims=True)
-    mle = np.divide(V, rows, out=np.full_like(V, 1.0 / n), where=rows > 0)
+    mle = np.where(rows > 0, V / np.where(rows > 0, rows, 1), 1.0 / n)  # a class absent from V: uniform rates
     f = get_measure(measure)
     plug_in = float(f(counts[:, None] / size * mle))
     if f is get_measure("accuracy"):
