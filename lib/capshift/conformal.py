@@ -869,7 +869,8 @@ def _evidence(val_counts, prevalence, size, alpha, measure, n_draws=4000, random
     size = check_int(size, "size")
     counts = class_counts(np.clip(p, 0, None) / np.clip(p, 0, None).sum(), size)
     rows = V.sum(axis=1, keepdims=True)
-    mle = np.where(rows > 0, V / np.where(rows > 0, rows, 1), 1.0 / n)  # a class absent from V: uniform rates
+    # the rows' rates; a class absent from V (row sum 0) gets uniform rates: 1/n in each cell, divided by 1
+    mle = (V + (rows == 0) / n) / np.maximum(rows, 1)
     f = get_measure(measure)
     plug_in = float(f(counts[:, None] / size * mle))
     if f is get_measure("accuracy"):
