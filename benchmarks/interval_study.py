@@ -87,13 +87,24 @@ CANDIDATES = {
     # the propagation with the floor's reach only (floor=True), not the union that the default's "auto" takes for
     # two classes: the propagation widens the near-constant classifiers' intervals itself (issue 31)
     "default-prop-reach": ("rates", "RATES_INTERVALS"),
+    # per method: the method's own response to the halvings for the CBPE family (cheap to refit on a half), the
+    # default's halvings for the LEAP family (issue 31)
+    "default-cbpe-resp": ("rates", "RATES_INTERVALS"),
 }
-#: ConformalInterval ``rate_model`` of the constructions that do not use the halvings
-RATE_MODEL = {"default-pp": "posterior", "default-pp-prop": "posterior", "default-resp": "response"}
+#: ConformalInterval ``rate_model`` of the constructions that do not use the halvings, or a dict method ->
+#: rate_model for a construction that chooses it per method (the halvings for the methods it does not name)
+RATE_MODEL = {"default-pp": "posterior", "default-pp-prop": "posterior", "default-resp": "response",
+              "default-cbpe-resp": {"SLD-CBPE": "response"}}
 #: The constructions whose rate discrepancy is propagated through the prevalence estimate
 PROPAGATE = ("default-prop", "default-pp-prop", "default-prop-reach")
 #: The constructions whose floor is the reach (floor=True) whatever the default's
 REACH = ("default-prop-reach",)
+
+
+def _rate_model(construction: str, method: str) -> str:
+    """The ConformalInterval ``rate_model`` of ``construction`` for ``method`` (:data:`RATE_MODEL`)."""
+    rm = RATE_MODEL.get(construction, "halvings")
+    return rm.get(method, "halvings") if isinstance(rm, dict) else rm
 
 
 def _default_options():
@@ -141,7 +152,7 @@ def _one_dataset(name: str, args) -> str:
             full = registry.make_method(m, h, random_state=args.seed).fit(s.X_V, s.y_V)
             seconds[m] = {"method fit": time.perf_counter() - t1}
             cis = {}
-            for key in dict.fromkeys((CANDIDATES[c][0], RATE_MODEL.get(c, "halvings")) for c in args.candidates):
+            for key in dict.fromkeys((CANDIDATES[c][0], _rate_model(c, m)) for c in args.candidates):
                 t1 = time.perf_counter()
                 # the posterior draws use the default's prior (fixed at fit; with_options does not redraw)
                 cis[key] = ConformalInterval(base, scheme=key[0], n_splits=10, n_cal=500, random_state=args.seed,
@@ -162,7 +173,7 @@ def _one_dataset(name: str, args) -> str:
                         if cand in REACH:  # with_options' fourth option is the floor
                             opts[3] = True
                         t2 = time.perf_counter()
-                        ci = cis[scheme, RATE_MODEL.get(cand, "halvings")]
+                        ci = cis[scheme, _rate_model(cand, m)]
                         try:
                             b = ci.with_options(*opts).bounds(samples[size], point, measure, 0.05)
                         except ValueError as e:  # e.g. rate_model="response": the method fitted on a half fails
