@@ -101,6 +101,24 @@ PROPAGATE = ("default-prop", "default-pp-prop", "default-prop-reach")
 REACH = ("default-prop-reach",)
 
 
+def _command() -> str:
+    """This run's command line for a record: a path inside the repository relative to it, one in the temporary
+    folder as ``$TMPDIR/...`` (no machine path in a record)."""
+    import tempfile
+    tmp = Path(tempfile.gettempdir()).resolve()
+
+    def portable(arg: str) -> str:  # one shell word
+        path = Path(arg)
+        if not path.is_absolute():
+            return shlex.quote(arg)
+        path = path.resolve()
+        if path.is_relative_to(ROOT):
+            return shlex.quote(str(path.relative_to(ROOT)))
+        return f"$TMPDIR/{shlex.quote(str(path.relative_to(tmp)))}" if path.is_relative_to(tmp) else shlex.quote(arg)
+
+    return "PYTHONPATH=lib python benchmarks/interval_study.py " + " ".join(map(portable, sys.argv[1:]))
+
+
 def _rate_model(construction: str, method: str) -> str:
     """The ConformalInterval ``rate_model`` of ``construction`` for ``method`` (:data:`RATE_MODEL`)."""
     rm = RATE_MODEL.get(construction, "halvings")
@@ -162,7 +180,12 @@ def _one_dataset(name: str, args) -> str:
             for size in args.sizes:
                 for measure in MEASURES:
                     true = np.asarray(get_measure(measure)(true_tables[size]), dtype=float)
-                    point = np.asarray(full.predict_batch(samples[size], measure), dtype=float)
+                    try:
+                        point = np.asarray(full.predict_batch(samples[size], measure), dtype=float)
+                    except ValueError as e:  # the method fitted on V fails on this split's samples (SLD-CBPE's
+                        # BCTS overflow): every construction fails for it here
+                        failures.update({(m, c): str(e) for c in args.candidates})
+                        continue
                     for cand in args.candidates:
                         if (m, cand) in failures:
                             continue
@@ -289,7 +312,7 @@ def collect(args, wall=None) -> None:
     shift = dataset_scores(df[df["construction"].isin(BY_SHIFT)], 0.05, by + ["shift_bin"])
     run_args = json.loads((folders[0] / "run.json").read_text())
     versions = json.loads((folders[0] / "nannyml.json").read_text())
-    cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])
+    cmd = _command()
     what = (f"{len(args.datasets)} offline datasets, LR, {run_args['n_samples']} UPP samples of each size "
             f"{args.sizes}, 95% intervals, accuracy and F1")
     runs = [json.loads(f.read_text()) for w in folders for f in w.glob("run*.json")]
@@ -360,7 +383,7 @@ def collect_splits(args) -> None:
     fell = df.assign(fallbacks=df.get("fallbacks", 0)).fillna({"fallbacks": 0}).groupby(keys + ["split"])[
         "fallbacks"].first().groupby(keys).sum().astype(int).rename("fallbacks")
     scores = scores.merge(fell.reset_index(), on=keys, how="left", validate="one_to_one")
-    cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])
+    cmd = _command()
     write_recording(args.out_splits, [
         f"capshift: interval constructions over {len(seeds)} L/V/U splits (seeds {sorted(seeds)}) of {len(names)} "
         f"offline datasets, LR, {n_samples.pop()} UPP samples of each size {list(sizes.pop())} per split, 95% "
@@ -437,7 +460,7 @@ def misses(args) -> None:
     out = df.groupby(keys, sort=False).agg(C=("covered", "mean"), half_width=("half_width", "mean"),
                                            **{p: (p, "mean") for p in parts}).reset_index()
     assert np.allclose(out["error"], out[parts[1:]].sum(axis=1)), "the three parts must sum to the error"
-    cmd = "PYTHONPATH=lib python benchmarks/interval_study.py " + shlex.join(sys.argv[1:])
+    cmd = _command()
     write_recording(args.out_misses, [
         f"capshift: where the errors of the interval record's splits come from (construction {args.candidates[0]}, "
         f"{out['dataset'].nunique()} datasets, {out['split'].nunique()} splits), per dataset, split, method, size "
