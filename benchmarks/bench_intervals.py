@@ -11,7 +11,10 @@ the halvings' rate discrepancies for the rates ones) and the intervals themselve
 default (its floor "auto" with Perks' prior: the union for two classes) and the one before it (the reach floor,
 Jeffreys' prior), which differ only in the floor; and the default with the method's own response to the halvings
 as its rate term (``rate_model="response"``: 20 fits of the method on halves of V, 1,000 more predictions per size
-and measure; issue 31's candidate ``default-resp``). Prints the times, per sample (the calibration spread over the
+and measure; issue 31's candidate ``default-resp``, since then the CBPE family's default for two classes through
+``rate_model="auto"``, :data:`capshift.conformal.CBPE_INTERVALS`), beside the rates construction with the halvings
+(:data:`capshift.conformal.RATES_INTERVALS`, the LEAP family's default). Prints the times, per sample (the
+calibration spread over the
 samples) and their ratios to the default's; the calibration is paid once per sample size and
 measure, so the per-sample cost falls as more samples are asked about. Wall times on this machine, one run each.
 """
@@ -22,7 +25,7 @@ import time
 import warnings
 
 from capshift import datasets, evaluation, protocols, registry
-from capshift.conformal import ConformalInterval
+from capshift.conformal import RATES_INTERVALS, ConformalInterval
 
 OLD = {"scheme": "mc", "n_splits": 10, "n_cal": 500, "pool_correction": False, "score": "both", "floor": True}
 #: the rates construction chosen on one split, the default before the floor was settled over repeated splits
@@ -58,11 +61,13 @@ def main() -> int:
         t_prev = timed(m, h, split, samples, PREVIOUS)
         t_old = timed(m, h, split, samples, OLD)
         t_resp = timed(m, h, split, samples, {**new, "rate_model": "response"})
+        t_halv = timed(m, h, split, samples, RATES_INTERVALS)
         print(f"{m}: default {t_new:.2f} s ({1e3 * t_new / len(samples):.0f} ms per sample); previous rates "
               f"{t_prev:.2f} s ({1e3 * t_prev / len(samples):.0f} ms), default / previous = {t_new / t_prev:.2f}; "
               f"Monte Carlo {t_old:.2f} s ({1e3 * t_old / len(samples):.0f} ms), default / Monte Carlo = "
               f"{t_new / t_old:.2f}; with the method's response {t_resp:.2f} s ({1e3 * t_resp / len(samples):.0f} "
-              f"ms), response / default = {t_resp / t_new:.2f}")
+              f"ms), response / default = {t_resp / t_new:.2f}; with the halvings (RATES_INTERVALS) "
+              f"{t_halv:.2f} s ({1e3 * t_halv / len(samples):.0f} ms), default / halvings = {t_new / t_halv:.2f}")
     return 0
 
 

@@ -143,7 +143,7 @@ def test_fit_refuses_what_is_not_a_cap_estimator(echo, estimator, name):
     ({"floor": "yes"}, TypeError, "floor must be True, False, \"union\" or \"auto\", got 'yes'"),
     ({"bin_by": "shift"}, ValueError, "bin_by must be one of ('predicted', 'prevalence'), got 'shift'"),
     ({"rate_model": "bayes"}, ValueError,
-     "rate_model must be one of ('halvings', 'posterior', 'response'), got 'bayes'"),
+     "rate_model must be one of ('halvings', 'posterior', 'response', 'auto'), got 'bayes'"),
     ({"propagate": 1}, TypeError, "propagate must be True, False or \"auto\", got 1"),
     ({"propagate": "Auto"}, TypeError, "propagate must be True, False or \"auto\", got 'Auto'"),
     ({"scheme": "cv", "n_splits": 3}, ValueError, "n_splits=3 folds need at least 6 items of every class in y_val, "
@@ -194,7 +194,7 @@ def test_default_parameters():
                                "prior": "jeffreys", "max_cal_size": 2000, "random_state": 0,
                                "rate_model": "halvings", "propagate": False}
     assert C.MAX_CAL_SIZE == 2000 and C.FLOOR_DRAWS == 4000 and C.RATE_DRAWS == 200
-    assert C.RATE_MODELS == ("halvings", "posterior", "response")
+    assert C.RATE_MODELS == ("halvings", "posterior", "response", "auto")
 
 
 # --------------------------------------------------------------------------------------- fit: the schemes
@@ -1532,6 +1532,40 @@ def test_rates_scheme_response_refuses_the_propagation(echo):
         ci.with_options(False, propagate=True)
     assert ci.with_options(False, propagate=False).propagate is False
     assert "response" in C.RATE_MODELS
+
+
+def test_rates_scheme_auto_rate_model_is_the_response_for_two_classes(echo):
+    h, X, y = echo
+    kw = dict(scheme="rates", n_splits=3, n_cal=7, random_state=3)
+    auto = C.ConformalInterval(_Tilt(h), rate_model="auto", **kw).fit(X, y)
+    resp = C.ConformalInterval(_Tilt(h), rate_model="response", **kw).fit(X, y)
+    assert auto.rate_model == "auto" and auto.rate_model_ == resp.rate_model_ == "response"
+    assert len(auto.half_methods_) == 3 and auto.response_fallbacks_ == {}
+    np.testing.assert_array_equal(auto._residuals(25, "accuracy"), resp._residuals(25, "accuracy"))
+    assert len(auto._residuals(25, "accuracy")) == 7  # n_cal scores, not n_splits x n_cal
+    with pytest.raises(ValueError, match=r"^propagate=True propagates"):
+        C.ConformalInterval(_Tilt(h), rate_model="auto", propagate=True, **kw).fit(X, y)
+    with pytest.raises(ValueError, match=r"^propagate='auto' propagates"):
+        auto.with_options(False, propagate="auto")
+
+
+def test_rates_scheme_auto_rate_model_is_the_halvings_for_three_classes():
+    # 3 classes of 60 items, h wrong on 2, 0 and 1 of them
+    y = np.repeat([0, 1, 2], 60)
+    pred = y.copy()
+    pred[[0, 1, 120]] = [1, 2, 0]
+    X = np.stack([pred, np.arange(180)], axis=1).astype(float)
+    h = _Echo3().fit(X, y)
+    kw = dict(scheme="rates", n_splits=2, n_cal=20, random_state=2)
+    auto = _ci(h, rate_model="auto", **kw).fit(X, y)
+    halv = _ci(h, rate_model="halvings", **kw).fit(X, y)
+    assert auto.rate_model_ == halv.rate_model_ == "halvings"
+    assert not hasattr(auto, "half_methods_") and not hasattr(auto, "response_fallbacks_")
+    np.testing.assert_array_equal(auto._residuals(30, "accuracy"), halv._residuals(30, "accuracy"))
+    assert len(auto._residuals(30, "accuracy")) == 40  # n_splits x n_cal
+    # the propagation is allowed where "auto" takes the halvings ("auto" propagates two classes only)
+    assert auto.with_options(False, propagate=True).propagate is True
+    assert _ci(h, rate_model="auto", propagate="auto", **kw).fit(X, y).rate_model_ == "halvings"
 
 
 class _FailsOnHalves(_Tilt):

@@ -505,8 +505,12 @@ def test_rates_scheme_covers_a_synthetic_pps_problem(gaussian_problem):
 def test_predict_interval_default_per_family(gaussian_problem):
     from capshift import conformal, registry
     h, X_V, y_V, X_U, _ = gaussian_problem
-    for name in ("O-LEAP_KDEy", "LEAP_ACC", "S-LEAP_CC", "SLD-CBPE", "CBPE", "L-CBPE"):
+    for name in ("O-LEAP_KDEy", "LEAP_ACC", "S-LEAP_CC"):
         assert registry.make_method(name, h).interval_params == conformal.RATES_INTERVALS, name
+    # the CBPE family: the same, with the method's own response as the rate term for two classes
+    assert conformal.CBPE_INTERVALS == {**conformal.RATES_INTERVALS, "rate_model": "auto"}
+    for name in ("SLD-CBPE", "CBPE", "L-CBPE", "BCTS-CBPE"):
+        assert registry.make_method(name, h).interval_params == conformal.CBPE_INTERVALS, name
     for name in ("DoC", "ATC", "Naive", "DS"):
         assert registry.make_method(name, h).interval_params == conformal.MC_INTERVALS, name
     # the rates default refits nothing: its calibrator is the method fitted on V

@@ -87,8 +87,10 @@ class CAPEstimator(BaseEstimator):
     #: How :meth:`predict_interval` calibrates (keyword arguments of
     #: :class:`capshift.conformal.ConformalInterval`). Here :data:`capshift.conformal.MC_INTERVALS`: Monte Carlo
     #: cross-conformal over 10 random halvings of V, 500 calibration samples, the union of absolute and
-    #: studentised scores and the finite-evidence floor; the LEAP and CBPE families override it with
-    #: :data:`capshift.conformal.RATES_INTERVALS` (no refit; chosen in the uncertainty chapter). Override per
+    #: studentised scores and the finite-evidence floor; the LEAP family overrides it with
+    #: :data:`capshift.conformal.RATES_INTERVALS` (no refit; chosen in the uncertainty chapter), the CBPE family
+    #: with :data:`capshift.conformal.CBPE_INTERVALS` (the same, with the method's own response as the rate term
+    #: for two classes: 20 cheap refits on halves of V). Override per
     #: instance (``est.interval_params = {...}`` before the first ``predict_interval``).
     interval_params: dict = dict(MC_INTERVALS)
     #: Minimum validation evidence: the items of every class of V the method needs (declared per method; read
@@ -285,7 +287,9 @@ class CAPEstimator(BaseEstimator):
         The interval comes from :class:`capshift.conformal.ConformalInterval` with :attr:`interval_params`:
         for the LEAP and CBPE families :data:`capshift.conformal.RATES_INTERVALS` (no refit: the method's
         errors on UPP samples of V of the size of ``X``, each plus the discrepancy of h's class-conditional
-        rates between random halves of V at the sample's prevalence, scaled to V against a test pool as large);
+        rates between random halves of V at the sample's prevalence, scaled to V against a test pool as large;
+        for the CBPE family and two classes, :data:`capshift.conformal.CBPE_INTERVALS`, the discrepancy of the
+        method's own estimates, fitted on either half, instead of the measure's);
         for the other methods :data:`capshift.conformal.MC_INTERVALS` (the method refitted on random halves of
         V and evaluated on UPP samples of the other halves; the larger of the half-widths from absolute and from
         studentised residuals). Each side reaches at least as far as :func:`capshift.conformal.evidence_interval`,

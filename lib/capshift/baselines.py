@@ -49,7 +49,7 @@ from . import protocols
 from .validation import (CalibrationWarning, InsufficientEvidenceWarning, check_finite_array, check_int, check_labels,
                          check_posteriors, check_seed)
 from .base import CAPEstimator
-from .conformal import RATES_INTERVALS
+from .conformal import CBPE_INTERVALS
 from .calibration import (BCTS, LASCAL_TEMPERATURES, RLLS, LasCalLoss, classwise_calibration_error,
                           lascal_calibration_error, lascal_temperature, mean_posterior, rlls_weights, sld_adjust,
                           temperature_scale)
@@ -628,8 +628,9 @@ class CBPE(_PosteriorBaseline):
     #: The accepted values of ``table``.
     TABLES = ("joint", "column-normalised")
 
-    #: ``predict_interval``'s construction: the "rates" scheme (see :data:`capshift.conformal.RATES_INTERVALS`)
-    interval_params = dict(RATES_INTERVALS)
+    #: ``predict_interval``'s construction: the "rates" scheme with the method's own response as the rate term for
+    #: two classes (see :data:`capshift.conformal.CBPE_INTERVALS`)
+    interval_params = dict(CBPE_INTERVALS)
 
     def __init__(self, classifier, calibration="sld-bcts", measure="accuracy", random_state=None, table="joint"):
         super().__init__(classifier, measure, random_state)

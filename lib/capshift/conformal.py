@@ -48,7 +48,7 @@ from .tables import MEASURES, class_counts, contingency_table, get_measure
 
 __all__ = ["ConformalInterval", "conformal_quantile", "evidence_interval", "acc_prevalence", "unfitted_copy",
            "posterior_pools", "propagated_discrepancy", "BIN_BY",
-           "RATES_INTERVALS", "MC_INTERVALS",
+           "RATES_INTERVALS", "CBPE_INTERVALS", "MC_INTERVALS",
            "SCHEMES", "SCORES", "PRIORS", "FLOOR_DRAWS", "RATE_MODELS", "RATE_DRAWS"]
 
 SCHEMES = ("split", "mc", "cv", "bootstrap", "rates")
@@ -61,9 +61,9 @@ BIN_BY = ("predicted", "prevalence")
 #: How the "rates" scheme draws the discrepancy between V's and the test pool's class-conditional rates of h:
 #: "halvings" (the two halves of random halvings of V, scaled), "posterior" (:data:`RATE_DRAWS` test pools drawn
 #: from the posterior predictive of h's rates given V's counts) or "response" (the method's own response to the
-#: halvings: fitted on one half against fitted on the other, on samples of the other). See
-#: :class:`ConformalInterval` ``rate_model``.
-RATE_MODELS = ("halvings", "posterior", "response")
+#: halvings: fitted on one half against fitted on the other, on samples of the other), or "auto" (the response
+#: for two classes, the halvings for more). See :class:`ConformalInterval` ``rate_model``.
+RATE_MODELS = ("halvings", "posterior", "response", "auto")
 #: Test pools drawn by ``rate_model="posterior"``
 RATE_DRAWS = 200
 #: ``predict_interval``'s construction for methods whose error on V's own samples is their error elsewhere, once
@@ -76,6 +76,11 @@ RATE_DRAWS = 200
 #: splits of each (the union for two classes, Perks' prior and the reach for more).
 RATES_INTERVALS = {"scheme": "rates", "n_splits": 10, "n_cal": 500, "score": "absolute", "floor": "auto", "bins": 4,
                    "bin_by": "prevalence", "prior": "perks"}
+#: ``predict_interval``'s construction for the CBPE family: :data:`RATES_INTERVALS` with ``rate_model="auto"``, the
+#: method's own response to the halvings as the rate term for two classes (its fits on halves are cheap) and the
+#: halvings for more. Chosen by the target rule of the uncertainty chapter on fresh splits of the 16 binary
+#: datasets, measured on SLD-CBPE (issue 31).
+CBPE_INTERVALS = {**RATES_INTERVALS, "rate_model": "auto"}
 #: ``predict_interval``'s construction for the other methods (fitted to V's samples, whose in-sample error is
 #: optimistic: DoC, DS, NN, ATC, QuAcc, ...): Monte Carlo cross-conformal over 10 halvings of V, the union of the
 #: absolute and studentised scores, and the floor (the default before issue 31).
@@ -159,7 +164,7 @@ class ConformalInterval(BaseEstimator):
     pool_size : int or None
         Size of the test pool assumed by ``pool_correction`` and by the "rates" scheme (None: |V|, as the
         papers' protocol, whose U is about as large as V; a very large value for a test population).
-    rate_model : {"halvings", "posterior"}
+    rate_model : {"halvings", "posterior", "response", "auto"}
         How the "rates" scheme draws the rate discrepancy (other schemes ignore it). "halvings" (default): the
         ``n_splits`` halvings' rate differences, scaled as above; on a small V they can show little of it (in a
         class where h makes no error on V, no halving shows any). "posterior": :data:`RATE_DRAWS` test pools of
@@ -179,8 +184,8 @@ class ConformalInterval(BaseEstimator):
         ``n_cal`` scores per size and measure (not ``n_splits * n_cal``), at ``2 * n_cal`` more predictions.
         A method fitted on half of V can fail where the one fitted on V does not (SLD-CBPE's BCTS calibration
         overflows on a half that h separates): a sample on which either fit raises ValueError falls back to that
-        halving's "halvings" term at its prevalence, counted in ``response_fallbacks_``. Beyond the papers
-        (issue 31).
+        halving's "halvings" term at its prevalence, counted in ``response_fallbacks_``. "auto": "response" for
+        two classes, "halvings" for more (``rate_model_`` says which). Beyond the papers (issue 31).
     propagate : bool or "auto"
         How the "rates" scheme turns a rate discrepancy into an error of the measure (other schemes ignore it).
         False (default): ``m(p, R_a) - m(p, R_b)``, the measure at the sample's true prevalence p under the two
@@ -259,7 +264,7 @@ class ConformalInterval(BaseEstimator):
     ``rate_model="posterior"``, V's table and each drawn pool's), with ``rate_model="response"``
     ``half_methods_`` (per halving: the method fitted on each half, and the second half's indices into V),
     ``response_fallbacks_`` (dict ``(size, measure) ->`` how many calibration samples fell back to the halvings'
-    term) and
+    term), ``rate_model_`` (the rate model used: ``rate_model``, "auto" resolved by the number of classes) and
     ``val_data_`` (V's items, labels and h's predictions, from which the calibration samples are drawn).
     """
 
@@ -322,14 +327,15 @@ class ConformalInterval(BaseEstimator):
         _check_prior(self.prior)
         if self.rate_model not in RATE_MODELS:
             raise ValueError(f"rate_model must be one of {RATE_MODELS}, got {self.rate_model!r}")
-        self._check_response(self.rate_model, _check_propagate(self.propagate))
+        self.rate_model_ = ("response" if n == 2 else "halvings") if self.rate_model == "auto" else self.rate_model
+        self._check_response(self.rate_model_, _check_propagate(self.propagate))
         everything = np.arange(len(y_val))
         pred = np.asarray(self.estimator.classifier.predict(X_val))
         self.val_counts_ = _counts(y_val, pred, n)
         self.n_val_ = len(y_val)
         self.n_classes_ = n
         self.calibration_ = {}
-        if self.scheme == "rates" and self.rate_model == "posterior":
+        if self.scheme == "rates" and self.rate_model_ == "posterior":
             pool = self.n_val_ if self.pool_size is None else check_int(self.pool_size, "pool_size")
             self.half_counts_ = posterior_pools(self.val_counts_, pool, self.prior, RATE_DRAWS, seed)
             self.part_sizes_ = (self.n_val_, pool)  # scale_ = 1: the pools are drawn at their size
@@ -339,7 +345,7 @@ class ConformalInterval(BaseEstimator):
             _check_parts(halves, y_val, n, ("first half", "second half"))
             self.half_counts_ = [(_counts(y_val[a], pred[a], n), _counts(y_val[b], pred[b], n)) for a, b in halves]
             self.part_sizes_ = (len(halves[0][0]), len(halves[0][1]))
-            if self.rate_model == "response":
+            if self.rate_model_ == "response":
                 self.half_methods_ = [(unfitted_copy(self.estimator, seed).fit(X_val[a], y_val[a]),
                                        unfitted_copy(self.estimator, seed).fit(X_val[b], y_val[b]), b)
                                       for a, b in halves]
@@ -420,7 +426,7 @@ class ConformalInterval(BaseEstimator):
         self._check_bin_by(bin_by)
         other = copy.copy(self)
         other.propagate = _check_propagate(propagate)
-        self._check_response(self.rate_model, other.propagate)
+        self._check_response(self.rate_model_, other.propagate)
         other.bin_by, other.prior = bin_by, _check_prior(prior)
         other.pool_correction, other.bins = bool(pool_correction), check_int(bins, "bins")
         other.score, other.floor = score, floor if isinstance(floor, str) else bool(floor)
@@ -500,7 +506,7 @@ class ConformalInterval(BaseEstimator):
         true = np.asarray(f(tables), dtype=float)
 
         k = len(self.half_counts_)
-        if self.rate_model == "response":
+        if self.rate_model_ == "response":
             rate, k = self._response(size, measure, prev, seed), 1
         else:
             rate = np.concatenate([_measure_at(f, prev, a) - _measure_at(f, prev, b) for a, b in self.half_counts_])

@@ -357,8 +357,9 @@ def interval_experiment(split, methods=("DoC", "O-LEAP_KDEy"), kinds=("bootstrap
     floor, "conformal-mc-stud" = studentised scores and the floor, "conformal-mc-both" = the union of the
     absolute and studentised intervals and the floor; the "mc" kinds share their fits; "conformal-rates" = the
     "rates" scheme, no refit, with Mondrian bins by the estimated prevalence and the floor) run on every sample. "conformal-rates" is what
-    :meth:`capshift.base.CAPEstimator.predict_interval` computes for the LEAP and CBPE families
-    (:data:`capshift.conformal.RATES_INTERVALS`), "conformal-mc-both" for the other methods.
+    :meth:`capshift.base.CAPEstimator.predict_interval` computes for the LEAP family
+    (:data:`capshift.conformal.RATES_INTERVALS`) and for the CBPE family with more than two classes (for two,
+    :data:`capshift.conformal.CBPE_INTERVALS`), "conformal-mc-both" for the other methods.
 
     Returns a tidy DataFrame: ``dataset, method, kind, sample, true, predicted, lower, upper, ae`` (``predicted``
     is the point prediction the interval is built around: the method fitted on V, or on half of V for the
