@@ -42,6 +42,7 @@ import os
 import platform
 import shlex
 import sys
+import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -90,11 +91,16 @@ CANDIDATES = {
     # per method: the method's own response to the halvings for the CBPE family (cheap to refit on a half), the
     # default's halvings for the LEAP family (issue 31)
     "default-cbpe-resp": ("rates", "RATES_INTERVALS"),
+    # predict_interval's default of each method as its class defines it (``interval_params``: RATES_INTERVALS for
+    # the LEAP family, CBPE_INTERVALS for the CBPE family, whose rate term is the method's own response for two
+    # classes); the run checks that the class's options are otherwise RATES_INTERVALS (:func:`_rate_model`)
+    "method-default": ("rates", "RATES_INTERVALS"),
 }
 #: ConformalInterval ``rate_model`` of the constructions that do not use the halvings, or a dict method ->
-#: rate_model for a construction that chooses it per method (the halvings for the methods it does not name)
+#: rate_model for a construction that chooses it per method (the halvings for the methods it does not name), or
+#: "interval_params" for the one read from the method's registered class
 RATE_MODEL = {"default-pp": "posterior", "default-pp-prop": "posterior", "default-resp": "response",
-              "default-cbpe-resp": {"SLD-CBPE": "response"}}
+              "default-cbpe-resp": {"SLD-CBPE": "response"}, "method-default": "interval_params"}
 #: The constructions whose rate discrepancy is propagated through the prevalence estimate
 PROPAGATE = ("default-prop", "default-pp-prop", "default-prop-reach")
 #: The constructions whose floor is the reach (floor=True) whatever the default's
@@ -104,7 +110,6 @@ REACH = ("default-prop-reach",)
 def _command() -> str:
     """This run's command line for a record: a path inside the repository relative to it, one in the temporary
     folder as ``$TMPDIR/...`` (no machine path in a record)."""
-    import tempfile
     tmp = Path(tempfile.gettempdir()).resolve()
 
     def portable(arg: str) -> str:  # one shell word
@@ -122,6 +127,13 @@ def _command() -> str:
 def _rate_model(construction: str, method: str) -> str:
     """The ConformalInterval ``rate_model`` of ``construction`` for ``method`` (:data:`RATE_MODEL`)."""
     rm = RATE_MODEL.get(construction, "halvings")
+    if rm == "interval_params":  # the method's own default; its other options must be the run's (RATES_INTERVALS)
+        from capshift.conformal import RATES_INTERVALS
+        from capshift.registry import get
+        params = dict(get(method).cls.interval_params)
+        rm = params.pop("rate_model", "halvings")
+        assert params == {k: v for k, v in RATES_INTERVALS.items() if k != "rate_model"}, (method, params)
+        return rm
     return rm.get(method, "halvings") if isinstance(rm, dict) else rm
 
 
@@ -276,7 +288,7 @@ def run_nannyml(args) -> None:
 SHIFT_EDGES = (0.4, 0.7)
 SHIFT_LABELS = ("low (< 0.4)", "moderate (0.4-0.7)", "strong (>= 0.7)")
 #: Constructions kept per sample for the by-shift comparison with NannyML's band.
-BY_SHIFT = ("default", "rates-prevbins-floor", "nannyml-band")  # those of them that the record holds
+BY_SHIFT = ("default", "method-default", "rates-prevbins-floor", "nannyml-band")  # those of them that the record holds
 
 
 def collect(args, wall=None) -> None:
