@@ -7,16 +7,23 @@ Usage (from the repository root)::
 For each method (O-LEAP_KDEy, SLD-CBPE), the method is fitted on V once; then each construction is timed from
 nothing to the intervals of ``--n-samples`` UPP test samples of ``--size`` items: its calibration (the refits on
 halvings of V and the calibration samples for the old Monte Carlo construction; the calibration samples of V and
-the halvings' rate discrepancies for the rates ones) and the intervals themselves. The rates constructions: the
-default (its floor "auto" with Perks' prior: the union for two classes) and the one before it (the reach floor,
-Jeffreys' prior), which differ only in the floor; and the default with the method's own response to the halvings
-as its rate term (``rate_model="response"``: 20 fits of the method on halves of V, 1,000 more predictions per size
-and measure; issue 31's candidate ``default-resp``, since then the CBPE family's default for two classes through
-``rate_model="auto"``, :data:`capshift.conformal.CBPE_INTERVALS`), beside the rates construction with the halvings
-(:data:`capshift.conformal.RATES_INTERVALS`, the LEAP family's default). Prints the times, per sample (the
-calibration spread over the
-samples) and their ratios to the default's; the calibration is paid once per sample size and
-measure, so the per-sample cost falls as more samples are asked about. Wall times on this machine, one run each.
+the halvings' rate discrepancies for the rates ones) and the intervals themselves. The constructions:
+
+- the method's default (its class's ``interval_params``);
+- the rates construction before the floor was settled (the reach floor, Jeffreys' prior);
+- the Monte Carlo construction before issue 31;
+- the default with the method's own response to the halvings as its rate term (``rate_model="response"``: 20 fits
+  of the method on halves of V, 1,000 more predictions per size and measure; issue 31's candidate
+  ``default-resp``), which is the CBPE family's default for two classes (``rate_model="auto"``,
+  :data:`capshift.conformal.CBPE_INTERVALS`);
+- the rates construction with V's halvings (:data:`capshift.conformal.RATES_INTERVALS`, the LEAP family's
+  default).
+
+A construction that is one already timed for the method (the LEAP family's default is RATES_INTERVALS; the CBPE
+family's is the response on two classes) is timed once and named as the same. Prints the times, per sample (the
+calibration spread over the samples) and their ratios to the default's; the calibration is paid once per sample
+size and measure, so the per-sample cost falls as more samples are asked about. Wall times on this machine, one run
+each.
 """
 from __future__ import annotations
 
@@ -33,12 +40,13 @@ PREVIOUS = {"scheme": "rates", "n_splits": 10, "n_cal": 500, "score": "absolute"
             "bin_by": "prevalence", "prior": "jeffreys"}
 
 
-def timed(method: str, h, split, samples, params: dict) -> float:
+def timed(method: str, h, split, samples, params: dict) -> tuple[float, dict]:
+    """Seconds from nothing to the intervals, and ``params`` with the rate model the calibrator used."""
     full = registry.make_method(method, h, random_state=0).fit(split.X_V, split.y_V)
     t0 = time.perf_counter()
     ci = ConformalInterval(registry.make_method(method, h, random_state=0), random_state=0, **params)
     ci.fit(split.X_V, split.y_V, point_estimator=full).predict_interval_batch(samples, 0.05, "accuracy")
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, {**params, "rate_model": ci.rate_model_}
 
 
 def main() -> int:
@@ -57,17 +65,22 @@ def main() -> int:
     for m in ("O-LEAP_KDEy", "SLD-CBPE"):
         new = registry.make_method(m, h).interval_params  # the method's predict_interval default
         print(f"{m}'s default: {new}")
-        t_new = timed(m, h, split, samples, new)
-        t_prev = timed(m, h, split, samples, PREVIOUS)
-        t_old = timed(m, h, split, samples, OLD)
-        t_resp = timed(m, h, split, samples, {**new, "rate_model": "response"})
-        t_halv = timed(m, h, split, samples, RATES_INTERVALS)
-        print(f"{m}: default {t_new:.2f} s ({1e3 * t_new / len(samples):.0f} ms per sample); previous rates "
-              f"{t_prev:.2f} s ({1e3 * t_prev / len(samples):.0f} ms), default / previous = {t_new / t_prev:.2f}; "
-              f"Monte Carlo {t_old:.2f} s ({1e3 * t_old / len(samples):.0f} ms), default / Monte Carlo = "
-              f"{t_new / t_old:.2f}; with the method's response {t_resp:.2f} s ({1e3 * t_resp / len(samples):.0f} "
-              f"ms), response / default = {t_resp / t_new:.2f}; with the halvings (RATES_INTERVALS) "
-              f"{t_halv:.2f} s ({1e3 * t_halv / len(samples):.0f} ms), default / halvings = {t_new / t_halv:.2f}")
+        runs = {"default": new, "previous rates": PREVIOUS, "Monte Carlo": OLD,
+                "the method's response": {**new, "rate_model": "response"}, "the halvings": RATES_INTERVALS}
+        seconds, done = {}, []  # done: (name, the construction's options with its rate model resolved)
+        for name, params in runs.items():
+            same = next((n for n, p in done if p == {"rate_model": "halvings", **params}), None)
+            if same is not None:
+                seconds[name] = seconds[same]
+                print(f"  {name}: the same construction as {same}")
+                continue
+            seconds[name], used = timed(m, h, split, samples, params)
+            done.append((name, {"rate_model": "halvings", **used}))
+        t_new = seconds["default"]
+        print(f"{m}: " + "; ".join(
+            f"{name} {t:.2f} s ({1e3 * t / len(samples):.0f} ms per sample)"
+            + ("" if name == "default" else f", default / {name} = {t_new / t:.2f}")
+            for name, t in seconds.items()))
     return 0
 
 
