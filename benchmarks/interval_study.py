@@ -176,7 +176,7 @@ def _one_dataset(name: str, args) -> str:
             true_tables[size] = np.stack([contingency_table(s.y_U[i], pred_U[i], n) for i in idx])
             shifts[size] = np.abs(true_tables[size].sum(axis=2) - p_val).sum(axis=1)
         rows, seconds, failures = [], {}, {}
-        for m in METHODS:
+        for m in args.methods:
             t1 = time.perf_counter()
             base = registry.make_method(m, h, random_state=args.seed)
             full = registry.make_method(m, h, random_state=args.seed).fit(s.X_V, s.y_V)
@@ -499,6 +499,7 @@ def main(argv=None):
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--nannyml-python", default=None)
     ap.add_argument("--candidates", nargs="+", default=list(CANDIDATES), choices=list(CANDIDATES))
+    ap.add_argument("--methods", nargs="+", default=METHODS, help="stage run: the CAP methods (registry names)")
     ap.add_argument("--tag", default="", help="suffix of this run's files in --work (runs with other candidates)")
     args = ap.parse_args(argv)
     if args.stage in ("splits", "misses") and (args.work is not None or not args.works):
