@@ -316,13 +316,13 @@ def collect(args, wall=None) -> None:
         nm = nm.merge(truth, on=["size", "measure", "sample"], validate="one_to_one")
         nm = nm.assign(task=task, method="NannyML-CBPE", construction="nannyml-band")
         nm["lower"], nm["upper"] = nm["lower"].fillna(0.0), nm["upper"].fillna(1.0)  # NaN: no bound that side
-        frames += [ours, nm[ours.columns]]
+        frames += [ours, nm.reindex(columns=ours.columns)]  # NannyML's band has no calibration (fallbacks NaN)
     df = pd.concat(frames, ignore_index=True)
     by = ["task", "method", "size", "measure"]
     scores = dataset_scores(df, 0.05, by)
     df["shift_bin"] = pd.Categorical.from_codes(np.digitize(df["shift"], SHIFT_EDGES), SHIFT_LABELS)
     shift = dataset_scores(df[df["construction"].isin(BY_SHIFT)], 0.05, by + ["shift_bin"])
-    run_args = json.loads((folders[0] / "run.json").read_text())
+    run_args = json.loads(sorted(folders[0].glob("run*.json"))[0].read_text())  # a run, tagged or not
     versions = json.loads((folders[0] / "nannyml.json").read_text())
     cmd = _command()
     what = (f"{len(args.datasets)} offline datasets, LR, {run_args['n_samples']} UPP samples of each size "
@@ -336,8 +336,8 @@ def collect(args, wall=None) -> None:
                                f"({what}), per dataset (uncertainty.dataset_scores), measured {date.today()}",
                                f"command: {cmd}", *tail], scores.round(6))
     out_shift = Path(args.out).with_name(Path(args.out).stem + "_by_shift.csv")
-    write_recording(out_shift, [f"capshift: the default interval, the one-split record's choice and NannyML CBPE's "
-                                f"band "
+    kept = ", ".join(c for c in BY_SHIFT if c in set(df["construction"]))
+    write_recording(out_shift, [f"capshift: the interval constructions {kept} (NannyML CBPE's band) "
                                 f"by amount of shift ({what}), per dataset and shift bin (L1 distance of the "
                                 f"sample's prevalence to V's: edges {SHIFT_EDGES}), measured {date.today()}",
                                 f"command: {cmd}", *tail], shift.round(6))
