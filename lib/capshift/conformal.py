@@ -472,9 +472,7 @@ class ConformalInterval(BaseEstimator):
                 # the pool's expected value at each sample's prevalence: the pool's class-conditional rates
                 # (rows of its table) mixed by the sample's realised prevalence; true - expected is the sample's
                 # own sampling noise, which does not depend on the sizes of V and of the pool
-                pool = contingency_table(y_c, p_c, n)
-                rates = pool / pool.sum(axis=1, keepdims=True)
-                expected = np.asarray(f(tables.sum(axis=2)[:, :, None] * rates[None]), dtype=float)
+                expected = _measure_at(f, tables.sum(axis=2), _counts(y_c, p_c, n))
                 gamma = tables.sum(axis=1)
                 dist = np.abs(gamma - _fractions(cal.val_pred_, n)).sum(axis=1)
                 fit = self.fit_counts_[j]
