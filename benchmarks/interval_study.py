@@ -20,9 +20,9 @@ and where each split's error comes from (stage ``misses``, one construction: :fu
 
 Stage ``run`` (capshift's venv), per dataset (joblib, ``--n-jobs`` processes, one BLAS thread each): the LEAP
 paper's L / V / U split, a logistic regression h trained on L, ``--n-samples`` UPP test samples from U at each
-size of ``--sizes``; for O-LEAP_KDEy and SLD-CBPE, the method fitted on V and one Monte Carlo cross-conformal
-calibrator (:class:`capshift.conformal.ConformalInterval`, 10 random halvings of V, 500 calibration samples per
-size and measure) whose fits every construction of :data:`CANDIDATES` shares
+size of ``--sizes``; for each method of ``--methods`` (O-LEAP_KDEy and SLD-CBPE unless told), the method fitted
+on V and one Monte Carlo cross-conformal calibrator (:class:`capshift.conformal.ConformalInterval`, 10 random
+halvings of V, 500 calibration samples per size and measure) whose fits every construction of :data:`CANDIDATES` shares
 (:meth:`~capshift.conformal.ConformalInterval.with_options`); the 95% interval of every construction on every test
 sample, for accuracy and F1 (binary F1 of class 1, macro-F1 for multiclass, as the LEAP paper). It writes h's
 posteriors on V and on the samples for NannyML. Stage ``nannyml`` (NannyML 0.13.1's venv, no capshift import):
@@ -88,8 +88,8 @@ CANDIDATES = {
     # the propagation with the floor's reach only (floor=True), not the union that the default's "auto" takes for
     # two classes: the propagation widens the near-constant classifiers' intervals itself (issue 31)
     "default-prop-reach": ("rates", "RATES_INTERVALS"),
-    # per method: the method's own response to the halvings for the CBPE family (cheap to refit on a half), the
-    # default's halvings for the LEAP family (issue 31)
+    # per method: the method's own response to the halvings for the CBPE family, the default's halvings for the
+    # LEAP family (issue 31)
     "default-cbpe-resp": ("rates", "RATES_INTERVALS"),
     # predict_interval's default of each method as its class defines it (``interval_params``: RATES_INTERVALS for
     # the LEAP family, CBPE_INTERVALS for the CBPE family, whose rate term is the method's own response for two
