@@ -132,7 +132,9 @@ def _rate_model(construction: str, method: str) -> str:
         from capshift.registry import get
         params = dict(get(method).cls.interval_params)
         rm = params.pop("rate_model", "halvings")
-        assert params == {k: v for k, v in RATES_INTERVALS.items() if k != "rate_model"}, (method, params)
+        if params != {k: v for k, v in RATES_INTERVALS.items() if k != "rate_model"}:
+            raise SystemExit(f"{method}'s interval_params {params} differ from RATES_INTERVALS beyond the rate "
+                             "model: the run's other options are RATES_INTERVALS', so add them to the run first")
         return rm
     return rm.get(method, "halvings") if isinstance(rm, dict) else rm
 
@@ -141,7 +143,9 @@ def _default_options():
     """The options of ``with_options`` that :data:`capshift.conformal.RATES_INTERVALS` sets (the scheme, splits and
     calibration samples are the run's: rates, 10, 500, which the run checks against it), the propagation last."""
     from capshift.conformal import RATES_INTERVALS as R
-    assert (R["scheme"], R["n_splits"], R["n_cal"]) == ("rates", 10, 500), R
+    if (R["scheme"], R["n_splits"], R["n_cal"]) != ("rates", 10, 500):
+        raise SystemExit(f"RATES_INTERVALS is {R}, but the run's scheme, splits and calibration samples are rates, 10, "
+                         "500: make the run's follow it")
     return (False, R["bins"], R["score"], R["floor"], R["bin_by"], R["prior"], R.get("propagate", False))
 
 
