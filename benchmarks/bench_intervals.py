@@ -49,6 +49,11 @@ def timed(method: str, h, split, samples, params: dict) -> tuple[float, dict]:
     return time.perf_counter() - t0, {**params, "rate_model": ci.rate_model_}
 
 
+def resolved(params: dict) -> dict:
+    """``params`` with ConformalInterval's default rate model (the halvings) filled in where it names none."""
+    return {"rate_model": "halvings", **params}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="spambase")
@@ -69,13 +74,13 @@ def main() -> int:
                 "the method's response": {**new, "rate_model": "response"}, "the halvings": RATES_INTERVALS}
         seconds, done = {}, []  # done: (name, the construction's options with its rate model resolved)
         for name, params in runs.items():
-            same = next((n for n, p in done if p == {"rate_model": "halvings", **params}), None)
+            same = next((n for n, p in done if p == resolved(params)), None)
             if same is not None:
                 seconds[name] = seconds[same]
                 print(f"  {name}: the same construction as {same}")
                 continue
             seconds[name], used = timed(m, h, split, samples, params)
-            done.append((name, {"rate_model": "halvings", **used}))
+            done.append((name, resolved(used)))
         t_new = seconds["default"]
         print(f"{m}: " + "; ".join(
             f"{name} {t:.2f} s ({1e3 * t / len(samples):.0f} ms per sample)"
