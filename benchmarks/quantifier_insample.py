@@ -71,7 +71,7 @@ def one_split(name: str, seed: int, sizes, n_samples: int) -> list[tuple]:
         half = registry.make_method("O-LEAP_KDEy", h, random_state=seed).fit(s.X_V[a], s.y_V[a])
         y_b = s.y_V[b]
         for size in sizes:
-            # V's samples as the "rates" calibration draws them (its seed is the method's random_state)
+            # V's samples by the "rates" calibration's protocol (UPP, seeded by the split, as the interval study)
             idx_v = protocols.upp_indices(s.y_V, size, n_samples, seed, n_classes=n)
             idx_u = protocols.upp_indices(s.y_U, size, n_samples, seed, n_classes=n)
             true_v = accuracy(np.stack([contingency_table(s.y_V[i], pred_V[i], n) for i in idx_v]))
