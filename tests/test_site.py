@@ -27,6 +27,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.support.ui import WebDriverWait
 
 from capshift import book
 
@@ -48,6 +50,9 @@ def browser_paths() -> tuple[str | None, str | None]:
 
 
 # ------------------------------------------------------------------------------------------------ in the page
+# True once the page has loaded: the document complete and its content column present
+LOADED = ('return document.readyState === "complete" && '
+          '!!(document.querySelector("article.bd-article") || document.querySelector("main"));')
 # Run in the page once MathJax has finished; returns what the Python side asserts on.
 PAGE_PROBE = r"""
 const done = arguments[arguments.length - 1];
@@ -203,6 +208,13 @@ def check_page(driver, html_root: Path, doc: str, shot_dir: Path | None = None, 
     page = html_root / f"{doc}.html"
     driver.get_log("browser")  # drop what earlier pages logged
     driver.get(page.as_uri())
+    # chromedriver can return from get() while the document is still loading (seen with Debian's chromium 156 on
+    # file:// pages, one page in five): wait for the loaded document before probing it
+    try:
+        WebDriverWait(driver, 60).until(lambda d: d.execute_script(LOADED))
+    except TimeoutException:
+        return [f"the page did not finish loading in 60 s (document.readyState: "
+                f"{driver.execute_script('return document.readyState')!r})"]
     probe = driver.execute_async_script(PAGE_PROBE)
     problems = []
     if "error" in probe:
