@@ -208,7 +208,7 @@ def check_page(driver, html_root: Path, doc: str, shot_dir: Path | None = None, 
     page = html_root / f"{doc}.html"
     driver.get_log("browser")  # drop what earlier pages logged
     driver.get(page.as_uri())
-    # chromedriver can return from get() while the document is still loading (seen with Debian's chromium 156 on
+    # chromedriver can return from get() while the document is still loading (seen with Debian's chromium 150 on
     # file:// pages: 2 to 7 of the 16 pages of a run): wait for the loaded document before probing it
     try:
         WebDriverWait(driver, 60).until(lambda d: d.execute_script(LOADED))
